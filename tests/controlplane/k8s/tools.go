@@ -1,0 +1,9 @@
+//go:build tools
+
+// Package tools pins the binaries this wrapper builds, so `go mod tidy` keeps them.
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kubectl"
+)

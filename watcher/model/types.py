@@ -1,0 +1,213 @@
+"""The model's vocabulary, shared by every layer that reads or renders it.
+
+These are the contract between the pure model (which produces them) and the
+watcher, exporters, web view and CLI (which consume them). Objects going *in* are
+plain dicts shaped like Kubernetes JSON; what comes *out* is defined here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from typing import Any, TypedDict
+
+
+class Subject(TypedDict):
+    """Names one object the way kubectl would; namespace is "" for cluster-scoped."""
+
+    apiVersion: str
+    kind: str
+    namespace: str
+    name: str
+
+
+class Status(StrEnum):
+    """kstatus' computed status values (sigs.k8s.io/cli-utils pkg/kstatus/status)."""
+
+    CURRENT = "Current"
+    IN_PROGRESS = "InProgress"
+    FAILED = "Failed"
+    TERMINATING = "Terminating"
+    UNKNOWN = "Unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class StatusResult:
+    status: Status
+    reason: str
+    message: str
+
+
+class Severity(StrEnum):
+    CRITICAL = "critical"
+    WARNING = "warning"
+    INFO = "info"
+
+
+class FindingType(StrEnum):
+    CONTROLLER_DOWN = "ControllerDown"
+    CRD_REMOVED = "CRDRemoved"
+    STATUS_STALE = "StatusStale"
+    STUCK_RECONCILING = "StuckReconciling"
+    GENERATION_NOT_OBSERVED = "GenerationNotObserved"
+    RECONCILE_REQUEST_IGNORED = "ReconcileRequestIgnored"
+    REVISION_SKEW = "RevisionSkew"
+    DEPENDENCY_BLOCKED = "DependencyBlocked"
+    RELEASE_READY_WORKLOAD_FAILING = "ReleaseReadyWorkloadFailing"
+    STALLED = "Stalled"
+    RETRY_LOOP = "RetryLoop"
+    WORKLOAD_UNHEALTHY = "WorkloadUnhealthy"
+
+
+DEFAULT_SEVERITIES: Mapping[FindingType, Severity] = {
+    FindingType.CONTROLLER_DOWN: Severity.CRITICAL,
+    FindingType.CRD_REMOVED: Severity.CRITICAL,
+    FindingType.STATUS_STALE: Severity.INFO,
+    **{
+        t: Severity.WARNING
+        for t in FindingType
+        if t not in (FindingType.CONTROLLER_DOWN, FindingType.CRD_REMOVED, FindingType.STATUS_STALE)
+    },
+}
+
+
+def rfc3339(moment: datetime | None) -> str | None:
+    """Kubernetes' own timestamp spelling (UTC, seconds, trailing Z)."""
+    if moment is None:
+        return None
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(slots=True)
+class Finding:
+    """One thing that is wrong, with the proof and, for symptoms, the root that explains it."""
+
+    id: str
+    type: FindingType
+    severity: Severity
+    subject: Subject
+    message: str
+    since: datetime | None
+    evidence: dict[str, Any]
+    root_cause: str | None = None
+    affected: list[Subject] = field(default_factory=list)
+
+    @property
+    def is_root(self) -> bool:
+        return self.root_cause is None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape of `analyze --output json` and `/api/v1/findings`."""
+        return {
+            "id": self.id,
+            "type": str(self.type),
+            "severity": str(self.severity),
+            "subject": dict(self.subject),
+            "message": self.message,
+            "since": rfc3339(self.since),
+            "evidence": self.evidence,
+            "root_cause": self.root_cause,
+            "affected": [dict(s) for s in self.affected] if self.is_root else [],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerSpec:
+    """A workload that reconciles some API groups (and optionally only some kinds).
+
+    Matched by Deployment/StatefulSet name (in `namespace`, or any namespace when None),
+    or by `selector` labels on the workload when given. `lease` names its leader-election
+    Lease (in the workload's namespace unless `lease_namespace` is set).
+    """
+
+    name: str
+    groups: tuple[str, ...]
+    kinds: tuple[str, ...] = ()
+    namespace: str | None = None
+    selector: Mapping[str, str] | None = None
+    lease: str | None = None
+    lease_namespace: str | None = None
+
+
+DEFAULT_CONTROLLERS: tuple[ControllerSpec, ...] = (
+    ControllerSpec(name="source-controller", groups=("source.toolkit.fluxcd.io",)),
+    ControllerSpec(name="kustomize-controller", groups=("kustomize.toolkit.fluxcd.io",)),
+    ControllerSpec(name="helm-controller", groups=("helm.toolkit.fluxcd.io",)),
+    ControllerSpec(name="notification-controller", groups=("notification.toolkit.fluxcd.io",)),
+    ControllerSpec(name="image-reflector-controller", groups=("image.toolkit.fluxcd.io",)),
+    ControllerSpec(name="image-automation-controller", groups=("image.toolkit.fluxcd.io",)),
+    ControllerSpec(name="tofu-controller", groups=("infra.contrib.fluxcd.io",)),
+    ControllerSpec(name="tf-controller", groups=("infra.contrib.fluxcd.io",)),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Thresholds:
+    """How long a state may last before it is a finding; a normal reconcile is transient."""
+
+    stuck_reconciling_min: timedelta = timedelta(minutes=10)
+    stuck_reconciling_interval_factor: float = 3.0
+    generation_not_observed: timedelta = timedelta(minutes=5)
+    reconcile_request_ignored: timedelta = timedelta(minutes=5)
+    revision_skew: timedelta = timedelta(minutes=10)
+    retry_loop: timedelta = timedelta(minutes=10)
+    workload_unhealthy: timedelta = timedelta(minutes=5)
+    controller_down: timedelta = timedelta(seconds=0)
+    crd_removed_retention: timedelta = timedelta(hours=1)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelConfig:
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    severities: Mapping[FindingType, Severity] = field(default_factory=lambda: dict(DEFAULT_SEVERITIES))
+    controllers: tuple[ControllerSpec, ...] = DEFAULT_CONTROLLERS
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectHealth:
+    """kstatus of one GitOps object, and whether that status is a cached report (controller down)."""
+
+    subject: Subject
+    status: Status
+    reason: str
+    stale: bool
+    controller: str | None
+    last_transition: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerHealth:
+    """A controller workload: up, or down with a reason from a fixed set."""
+
+    subject: Subject
+    up: bool
+    reason: str
+    groups: tuple[str, ...]
+    since: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class RevisionInfo:
+    """What a GitOps object should run (its source's revision) versus what it applied."""
+
+    subject: Subject
+    source: str
+    revision: str
+    applied_revision: str
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """Everything the renderers need, computed once per change."""
+
+    now: datetime
+    findings: list[Finding]
+    objects: list[ObjectHealth]
+    controllers: list[ControllerHealth]
+    revisions: list[RevisionInfo]
+
+    @property
+    def roots(self) -> list[Finding]:
+        return [f for f in self.findings if f.is_root]
