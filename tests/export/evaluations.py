@@ -1,0 +1,129 @@
+"""Hand-made Evaluations, shaped like what the model produces, for the renderers' tests.
+
+The scene: kustomize-controller cannot pull its image, so the Kustomizations it owns
+still say Ready but nobody is reconciling them (StatusStale symptoms of one root),
+while helm-controller is fine and one HelmRelease is independently stuck.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from watcher.model.types import (
+    ControllerHealth,
+    Evaluation,
+    Finding,
+    FindingType,
+    ObjectHealth,
+    RevisionInfo,
+    Severity,
+    Status,
+    Subject,
+)
+
+NOW = datetime(2025, 3, 1, 12, 0, 0, tzinfo=UTC)
+DOWN_SINCE = datetime(2025, 3, 1, 11, 40, 0, tzinfo=UTC)
+READY_SINCE = datetime(2025, 3, 1, 9, 15, 30, tzinfo=UTC)
+
+
+def subject(kind: str, namespace: str, name: str, api_version: str = "v1") -> Subject:
+    return {"apiVersion": api_version, "kind": kind, "namespace": namespace, "name": name}
+
+
+def ks(namespace: str, name: str) -> Subject:
+    return subject("Kustomization", namespace, name, "kustomize.toolkit.fluxcd.io/v1")
+
+
+def hr(namespace: str, name: str) -> Subject:
+    return subject("HelmRelease", namespace, name, "helm.toolkit.fluxcd.io/v2")
+
+
+def deployment(name: str, namespace: str = "flux-system") -> Subject:
+    return subject("Deployment", namespace, name, "apps/v1")
+
+
+def finding(
+    id: str,
+    type: FindingType,
+    about: Subject,
+    *,
+    severity: Severity = Severity.WARNING,
+    since: datetime | None = DOWN_SINCE,
+    root_cause: str | None = None,
+    affected: list[Subject] | None = None,
+) -> Finding:
+    return Finding(
+        id=id,
+        type=type,
+        severity=severity,
+        subject=about,
+        message=f"{type} on {about['kind']} {about['namespace']}/{about['name']}",
+        since=since,
+        evidence={},
+        root_cause=root_cause,
+        affected=affected or [],
+    )
+
+
+def empty() -> Evaluation:
+    return Evaluation(now=NOW, findings=[], objects=[], controllers=[], revisions=[])
+
+
+def controller_down() -> Evaluation:
+    """kustomize-controller down (root), two stale Kustomizations (symptoms), an unrelated stuck release."""
+    kc = deployment("kustomize-controller")
+    apps, infra, podinfo = ks("flux-system", "apps"), ks("flux-system", "infra"), hr("podinfo", "podinfo")
+    root = finding(
+        "ControllerDown/flux-system/kustomize-controller",
+        FindingType.CONTROLLER_DOWN,
+        kc,
+        severity=Severity.CRITICAL,
+        affected=[apps, infra],
+    )
+    return Evaluation(
+        now=NOW,
+        findings=[
+            root,
+            finding("StatusStale/apps", FindingType.STATUS_STALE, apps, severity=Severity.INFO,
+                    root_cause=root.id),
+            finding("StatusStale/infra", FindingType.STATUS_STALE, infra, severity=Severity.INFO,
+                    since=None, root_cause=root.id),
+            finding("StuckReconciling/podinfo", FindingType.STUCK_RECONCILING, podinfo),
+        ],
+        objects=[
+            ObjectHealth(apps, Status.CURRENT, "ReconciliationSucceeded", stale=True,
+                         controller="kustomize-controller", last_transition=READY_SINCE),
+            ObjectHealth(infra, Status.CURRENT, "ReconciliationSucceeded", stale=True,
+                         controller="kustomize-controller", last_transition=None),
+            ObjectHealth(podinfo, Status.IN_PROGRESS, "Progressing", stale=False,
+                         controller="helm-controller", last_transition=READY_SINCE),
+        ],
+        controllers=[
+            ControllerHealth(kc, up=False, reason="ImagePullBackOff",
+                             groups=("kustomize.toolkit.fluxcd.io",), since=DOWN_SINCE),
+            ControllerHealth(deployment("helm-controller"), up=True, reason="",
+                             groups=("helm.toolkit.fluxcd.io",), since=None),
+            ControllerHealth(deployment("source-controller"), up=True, reason="",
+                             groups=("source.toolkit.fluxcd.io", "image.toolkit.fluxcd.io"), since=None),
+        ],
+        revisions=[
+            RevisionInfo(apps, "GitRepository/flux-system/flux-system", "main@sha1:2b3c", "main@sha1:1a2b"),
+            RevisionInfo(infra, "GitRepository/flux-system/flux-system", "main@sha1:2b3c", "main@sha1:2b3c"),
+            RevisionInfo(podinfo, "HelmChart/flux-system/podinfo-podinfo", "6.7.1", "6.7.0"),
+        ],
+    )
+
+
+def odd_names() -> Evaluation:
+    """Values that need escaping in the exposition, a cluster-scoped subject and non-ASCII text."""
+    weird = ks("team-ä", 'quote"back\\slash')
+    crd = subject("CustomResourceDefinition", "", "kustomizations.kustomize.toolkit.fluxcd.io",
+                  "apiextensions.k8s.io/v1")
+    return Evaluation(
+        now=NOW,
+        findings=[finding("CRDRemoved/kustomizations", FindingType.CRD_REMOVED, crd,
+                          severity=Severity.CRITICAL, since=None)],
+        objects=[ObjectHealth(weird, Status.UNKNOWN, "", stale=False, controller=None, last_transition=None)],
+        controllers=[],
+        revisions=[RevisionInfo(weird, "GitRepository/team-ä/repo", 'tag "v1"\nline two', "")],
+    )

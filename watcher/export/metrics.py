@@ -1,0 +1,276 @@
+"""Prometheus metrics rendered from the latest Evaluation at scrape time.
+
+The model is computed when something changes; this collector only *renders* the
+Evaluation it is handed, so a scrape does no I/O. There are no labelled Gauges to
+keep in sync: every scrape is built from scratch, so the series of a deleted object,
+a cleared finding or a removed controller vanish with it instead of lingering until
+someone remembers to call remove().
+
+Conventions follow kube-state-metrics: enumerations are StateSets rendered as gauges
+with one series per state (1 for the current state, 0 for the rest), facts that are
+strings go into an `_info` gauge whose value is 1, times are `_timestamp_seconds`,
+and free text (messages) never goes into a label.
+
+Root-cause labels: every finding series carries root_type/root_kind/root_namespace/
+root_name naming the root cause it belongs to. A root finding names ITSELF there
+(with root="true"), so Alertmanager can inhibit a symptom alert while its root alert
+fires with a plain `equal: [root_kind, root_namespace, root_name]`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TypeVar
+
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+from prometheus_client.registry import CollectorRegistry
+from prometheus_client.samples import Sample
+
+from watcher.model.types import (
+    ControllerHealth,
+    Evaluation,
+    Finding,
+    ObjectHealth,
+    RevisionInfo,
+    Status,
+    Subject,
+)
+
+EvaluationSource = Callable[[], Evaluation | None]
+_Keyed = TypeVar("_Keyed", ObjectHealth, ControllerHealth, RevisionInfo)
+
+STATUSES: tuple[str, ...] = tuple(str(s) for s in Status)
+
+DOWN_REASONS: tuple[str, ...] = (
+    "ImagePullBackOff",
+    "ErrImagePull",
+    "CrashLoopBackOff",
+    "CreateContainerConfigError",
+    "Unschedulable",
+    "OOMKilled",
+    "NotReady",
+    "NoAvailableReplicas",
+    "LeaseExpired",
+    "ScaledToZero",
+)
+"""The fixed states of stalewatch_controller_down_reason; a fixed set keeps the series count bounded."""
+
+FINDING_LABELS = (
+    "type",
+    "severity",
+    "kind",
+    "namespace",
+    "name",
+    "root",
+    "root_type",
+    "root_kind",
+    "root_namespace",
+    "root_name",
+)
+OBJECT_LABELS = ("kind", "namespace", "name")
+CONTROLLER_LABELS = ("namespace", "name", "kind")
+
+# name: (help, label names). Listed once so describe() and collect() cannot disagree.
+FAMILIES: dict[str, tuple[str, Sequence[str]]] = {
+    "stalewatch_finding": (
+        "1 per active finding. root_* name the root cause it belongs to; a root finding "
+        '(root="true") names itself there.',
+        FINDING_LABELS,
+    ),
+    "stalewatch_finding_since_timestamp_seconds": (
+        "Unix time since when the finding's condition has held (omitted when unknown).",
+        ("type", *OBJECT_LABELS),
+    ),
+    "stalewatch_object_status": (
+        "kstatus of a GitOps object as a StateSet: 1 for its current status, 0 for the others.",
+        (*OBJECT_LABELS, "status"),
+    ),
+    "stalewatch_object_stale": (
+        "1 when the object's controller is down, so its status is a cached report, not a live one.",
+        OBJECT_LABELS,
+    ),
+    "stalewatch_object_last_transition_timestamp_seconds": (
+        "Unix time of the object's Ready condition lastTransitionTime.",
+        OBJECT_LABELS,
+    ),
+    "stalewatch_controller_up": (
+        "1 when the controller workload is available and holds its leader Lease, else 0.",
+        CONTROLLER_LABELS,
+    ),
+    "stalewatch_controller_down_reason": (
+        "Why a controller is down, as a StateSet over a fixed set of reasons; all 0 while it is up.",
+        ("namespace", "name", "reason"),
+    ),
+    "stalewatch_controller_info": (
+        "1 per known controller; groups is the comma-joined sorted list of API groups it reconciles.",
+        (*CONTROLLER_LABELS, "groups"),
+    ),
+    "stalewatch_revision_info": (
+        "1 per GitOps object with a source: the source's revision versus the revision it applied.",
+        (*OBJECT_LABELS, "source", "revision", "applied_revision"),
+    ),
+    "stalewatch_evaluation_timestamp_seconds": (
+        "Unix time of the model evaluation these metrics were rendered from.",
+        (),
+    ),
+}
+
+
+class ModelCollector:
+    """Renders whatever Evaluation `source` returns at scrape time; nothing before the first one."""
+
+    def __init__(self, source: EvaluationSource) -> None:
+        self._source = source
+
+    def describe(self) -> Iterable[Metric]:
+        """Names only, so registering does not call the source."""
+        return [_family(name) for name in FAMILIES]
+
+    def collect(self) -> Iterable[Metric]:
+        evaluation = self._source()
+        if evaluation is None:
+            return []
+        return list(render_families(evaluation))
+
+
+def build_registry(source: EvaluationSource) -> CollectorRegistry:
+    """A registry of our own (not the process-global one) holding the model collector.
+
+    The watcher's self-metrics are registered into the same registry by their owner.
+    """
+    registry = CollectorRegistry(auto_describe=True)
+    registry.register(ModelCollector(source))
+    return registry
+
+
+def render(registry: CollectorRegistry, *, accept: str | None = None) -> tuple[bytes, str]:
+    """The body and Content-Type for a /metrics request with the given Accept header."""
+    encoder, content_type = choose_encoder(accept or "")
+    return encoder(registry), content_type
+
+
+def render_families(evaluation: Evaluation) -> Iterator[Metric]:
+    """Every model metric family for one Evaluation, in FAMILIES order."""
+    yield from _findings(evaluation.findings)
+    yield from _objects(_unique(evaluation.objects))
+    yield from _controllers(_unique(evaluation.controllers))
+    revisions = _family("stalewatch_revision_info")
+    revisions.samples = [_revision(r) for r in _unique(evaluation.revisions)]
+    yield revisions
+    stamp = _family("stalewatch_evaluation_timestamp_seconds")
+    stamp.samples = [Sample(stamp.name, {}, evaluation.now.timestamp())]
+    yield stamp
+
+
+def _family(name: str) -> GaugeMetricFamily:
+    documentation, labels = FAMILIES[name]
+    return GaugeMetricFamily(name, documentation, labels=labels)
+
+
+def _where(subject: Subject) -> dict[str, str]:
+    return {"kind": subject["kind"], "namespace": subject["namespace"], "name": subject["name"]}
+
+
+def _unique(items: Iterable[_Keyed]) -> list[_Keyed]:
+    """First one wins: two series with the same labels would make Prometheus drop samples."""
+    seen: set[tuple[str, str, str]] = set()
+    kept: list[_Keyed] = []
+    for item in items:
+        key = (item.subject["kind"], item.subject["namespace"], item.subject["name"])
+        if key not in seen:
+            seen.add(key)
+            kept.append(item)
+    return kept
+
+
+def _root_of(finding: Finding, by_id: dict[str, Finding]) -> Finding | None:
+    """Follows root_cause links to the finding that has none; None if the chain breaks or loops."""
+    current = finding
+    visited: set[str] = set()
+    while current.root_cause is not None:
+        if current.id in visited or current.root_cause not in by_id:
+            return None
+        visited.add(current.id)
+        current = by_id[current.root_cause]
+    return current
+
+
+def _findings(findings: list[Finding]) -> Iterator[Metric]:
+    active = _family("stalewatch_finding")
+    since = _family("stalewatch_finding_since_timestamp_seconds")
+    by_id = {f.id: f for f in findings}
+    seen_active: set[tuple[str, ...]] = set()
+    seen_since: set[tuple[str, ...]] = set()
+    for finding in findings:
+        where = _where(finding.subject)
+        root = _root_of(finding, by_id)
+        root_where = _where(root.subject) if root else {"kind": "", "namespace": "", "name": ""}
+        labels = {
+            "type": str(finding.type),
+            "severity": str(finding.severity),
+            **where,
+            "root": "true" if finding.is_root else "false",
+            "root_type": str(root.type) if root else "",
+            **{f"root_{k}": v for k, v in root_where.items()},
+        }
+        key = tuple(labels.values())
+        if key not in seen_active:
+            seen_active.add(key)
+            active.samples.append(Sample(active.name, labels, 1.0))
+        since_labels = {"type": str(finding.type), **where}
+        since_key = tuple(since_labels.values())
+        if finding.since is not None and since_key not in seen_since:
+            seen_since.add(since_key)
+            since.samples.append(Sample(since.name, since_labels, finding.since.timestamp()))
+    yield active
+    yield since
+
+
+def _objects(objects: list[ObjectHealth]) -> Iterator[Metric]:
+    status = _family("stalewatch_object_status")
+    stale = _family("stalewatch_object_stale")
+    transition = _family("stalewatch_object_last_transition_timestamp_seconds")
+    for obj in objects:
+        where = _where(obj.subject)
+        current = str(obj.status)
+        status.samples.extend(
+            Sample(status.name, {**where, "status": s}, 1.0 if s == current else 0.0) for s in STATUSES
+        )
+        stale.samples.append(Sample(stale.name, where, 1.0 if obj.stale else 0.0))
+        if obj.last_transition is not None:
+            transition.samples.append(Sample(transition.name, where, obj.last_transition.timestamp()))
+    yield status
+    yield stale
+    yield transition
+
+
+def _controllers(controllers: list[ControllerHealth]) -> Iterator[Metric]:
+    up = _family("stalewatch_controller_up")
+    reason = _family("stalewatch_controller_down_reason")
+    info = _family("stalewatch_controller_info")
+    for ctl in controllers:
+        s = ctl.subject
+        labels = {"namespace": s["namespace"], "name": s["name"], "kind": s["kind"]}
+        up.samples.append(Sample(up.name, labels, 1.0 if ctl.up else 0.0))
+        down_because = "" if ctl.up else ctl.reason
+        reason.samples.extend(
+            Sample(reason.name, {"namespace": s["namespace"], "name": s["name"], "reason": r},
+                   1.0 if r == down_because else 0.0)
+            for r in DOWN_REASONS
+        )
+        groups = ",".join(sorted(ctl.groups))
+        info.samples.append(Sample(info.name, {**labels, "groups": groups}, 1.0))
+    yield up
+    yield reason
+    yield info
+
+
+def _revision(rev: RevisionInfo) -> Sample:
+    labels = {
+        **_where(rev.subject),
+        "source": rev.source,
+        "revision": rev.revision,
+        "applied_revision": rev.applied_revision,
+    }
+    return Sample("stalewatch_revision_info", labels, 1.0)
