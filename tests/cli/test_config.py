@@ -1,0 +1,295 @@
+"""Settings: durations, layering (flag > env > file > default), and the ModelConfig they build."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from watcher.config import (
+    ConfigError,
+    Settings,
+    ThresholdSettings,
+    build_model_config,
+    format_duration,
+    load_settings,
+    parse_duration,
+    parse_set_options,
+)
+from watcher.model.types import (
+    DEFAULT_CONTROLLERS,
+    DEFAULT_SEVERITIES,
+    ControllerSpec,
+    FindingType,
+    Severity,
+    Thresholds,
+)
+
+
+@pytest.fixture(autouse=True)
+def _no_stalewatch_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests set exactly the STALEWATCH_* variables they are about."""
+    import os
+
+    for name in list(os.environ):
+        if name.upper().startswith("STALEWATCH_"):
+            monkeypatch.delenv(name)
+
+
+def write_config(tmp_path: Path, data: dict[str, Any]) -> Path:
+    path = tmp_path / "stalewatch.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [
+        pytest.param("90s", 90, id="seconds"),
+        pytest.param("10m", 600, id="minutes"),
+        pytest.param("1h30m", 5400, id="hours-and-minutes-like-flux-intervals"),
+        pytest.param("10m0s", 600, id="go-spelling-with-zero-seconds"),
+        pytest.param("1.5h", 5400, id="fractional-hours"),
+        pytest.param("250ms", 0.25, id="milliseconds"),
+        pytest.param("0", 0, id="zero-as-string"),
+        pytest.param("45", 45, id="bare-number-string-is-seconds"),
+        pytest.param(30, 30, id="integer-is-seconds"),
+        pytest.param(2.5, 2.5, id="float-is-seconds"),
+    ],
+)
+def test_durations_parse_like_flux_intervals_or_seconds(value: object, seconds: float) -> None:
+    assert parse_duration(value) == timedelta(seconds=seconds)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param("10x", id="unknown-unit"),
+        pytest.param("-5", id="negative-string"),
+        pytest.param(-5, id="negative-number"),
+        pytest.param("", id="empty"),
+        pytest.param("m", id="unit-without-number"),
+        pytest.param("5 m", id="space-inside"),
+        pytest.param(True, id="boolean"),
+        pytest.param(float("inf"), id="infinite"),
+    ],
+)
+def test_bad_durations_say_which_forms_are_accepted(value: object) -> None:
+    with pytest.raises(ValueError, match=r"expected a duration such as 90s, 10m or 1h30m"):
+        parse_duration(value)
+
+
+@pytest.mark.parametrize(
+    ("delta", "text"),
+    [
+        pytest.param(timedelta(0), "0s", id="zero"),
+        pytest.param(timedelta(seconds=90), "1m30s", id="minute-and-seconds"),
+        pytest.param(timedelta(hours=1, minutes=30), "1h30m", id="hour-and-minutes"),
+        pytest.param(timedelta(days=2), "48h", id="days-as-hours-like-go"),
+        pytest.param(timedelta(milliseconds=250), "250ms", id="milliseconds"),
+    ],
+)
+def test_durations_print_in_go_spelling_and_read_back(delta: timedelta, text: str) -> None:
+    assert format_duration(delta) == text
+    assert parse_duration(text) == delta
+
+
+def test_threshold_settings_cover_every_model_threshold_with_its_default() -> None:
+    assert set(ThresholdSettings.model_fields) == {f.name for f in dataclasses.fields(Thresholds)}
+    assert ThresholdSettings().to_thresholds() == Thresholds()
+
+
+def test_defaults_build_the_models_default_config() -> None:
+    config = build_model_config(load_settings())
+    assert config.thresholds == Thresholds()
+    assert dict(config.severities) == dict(DEFAULT_SEVERITIES)
+    assert config.controllers == DEFAULT_CONTROLLERS
+
+
+@pytest.mark.parametrize(
+    ("file", "env", "flag", "expected"),
+    [
+        pytest.param(None, None, None, "10m", id="default"),
+        pytest.param("20m", None, None, "20m", id="file-over-default"),
+        pytest.param("20m", "30m", None, "30m", id="env-over-file"),
+        pytest.param("20m", "30m", "40m", "40m", id="flag-over-env"),
+        pytest.param(None, None, "40m", "40m", id="flag-over-default"),
+        pytest.param("20m", None, "40m", "40m", id="flag-over-file"),
+    ],
+)
+def test_settings_precedence_is_flag_then_env_then_file_then_default(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    file: str | None,
+    env: str | None,
+    flag: str | None,
+    expected: str,
+) -> None:
+    config_file = write_config(tmp_path, {"thresholds": {"revision_skew": file}}) if file else None
+    if env:
+        monkeypatch.setenv("STALEWATCH_THRESHOLDS__REVISION_SKEW", env)
+    overrides = parse_set_options([f"thresholds.revision_skew={flag}"] if flag else [])
+    settings = load_settings(config_file=config_file, overrides=overrides)
+    assert settings.thresholds.revision_skew == parse_duration(expected)
+
+
+def test_nested_settings_merge_key_by_key_across_layers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config_file = write_config(tmp_path, {"thresholds": {"revision_skew": "20m"}, "log_level": "debug"})
+    monkeypatch.setenv("STALEWATCH_THRESHOLDS__RETRY_LOOP", "15m")
+    settings = load_settings(
+        config_file=config_file, overrides=parse_set_options(["thresholds.workload_unhealthy=1m"])
+    )
+    assert settings.thresholds.revision_skew == timedelta(minutes=20)
+    assert settings.thresholds.retry_loop == timedelta(minutes=15)
+    assert settings.thresholds.workload_unhealthy == timedelta(minutes=1)
+    assert settings.thresholds.generation_not_observed == Thresholds().generation_not_observed
+    assert settings.log_level == "debug"
+
+
+def test_every_setting_can_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    environment = {
+        "STALEWATCH_THRESHOLDS__STUCK_RECONCILING_INTERVAL_FACTOR": "4",
+        "STALEWATCH_SEVERITIES__STATUSSTALE": "Warning",
+        "STALEWATCH_INCLUDE_NAMESPACES": "flux-system, apps",
+        "STALEWATCH_EXCLUDE_NAMESPACES": '["kube-system"]',
+        "STALEWATCH_CONTROLLERS": '[{"name": "crossplane", "groups": ["pkg.crossplane.io"]}]',
+        "STALEWATCH_LISTEN": "127.0.0.1:9090",
+        "STALEWATCH_KUBECONFIG": "/etc/kube/config",
+        "STALEWATCH_CONTEXT": "prod",
+        "STALEWATCH_LOG_LEVEL": "DEBUG",
+        "STALEWATCH_LOG_FORMAT": "json",
+        "STALEWATCH_OTEL_EXPORTER": "otlp",
+    }
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    settings = load_settings()
+    assert settings.thresholds.stuck_reconciling_interval_factor == 4.0
+    assert settings.severities[FindingType.STATUS_STALE] == Severity.WARNING
+    assert settings.include_namespaces == ["flux-system", "apps"]
+    assert settings.exclude_namespaces == ["kube-system"]
+    assert [c.name for c in settings.controllers] == ["crossplane"]
+    assert (settings.listen, settings.kubeconfig, settings.context) == (
+        "127.0.0.1:9090",
+        "/etc/kube/config",
+        "prod",
+    )
+    assert (settings.log_level, settings.log_format, settings.otel_exporter) == ("debug", "json", "otlp")
+
+
+def test_severity_overrides_merge_over_the_model_defaults(tmp_path: Path) -> None:
+    settings = load_settings(config_file=write_config(tmp_path, {"severities": {"RevisionSkew": "critical"}}))
+    severities = build_model_config(settings).severities
+    assert severities[FindingType.REVISION_SKEW] == Severity.CRITICAL
+    assert {t: s for t, s in severities.items() if t != FindingType.REVISION_SKEW} == {
+        t: s for t, s in DEFAULT_SEVERITIES.items() if t != FindingType.REVISION_SKEW
+    }
+
+
+def test_extra_controllers_are_appended_and_a_built_in_name_is_replaced(tmp_path: Path) -> None:
+    config_file = write_config(
+        tmp_path,
+        {
+            "controllers": [
+                {
+                    "name": "tofu-controller",
+                    "namespace": "tofu-system",
+                    "groups": ["infra.contrib.fluxcd.io"],
+                    "lease": "1953de50.contrib.fluxcd.io",
+                },
+                {
+                    "name": "crossplane",
+                    "selector": {"app.kubernetes.io/name": "crossplane"},
+                    "groups": ["pkg.crossplane.io", "apiextensions.crossplane.io"],
+                    "kinds": ["Provider", "Configuration"],
+                    "lease_namespace": "crossplane-system",
+                },
+            ]
+        },
+    )
+    controllers = build_model_config(load_settings(config_file=config_file)).controllers
+    tofu = ControllerSpec(
+        name="tofu-controller",
+        groups=("infra.contrib.fluxcd.io",),
+        namespace="tofu-system",
+        lease="1953de50.contrib.fluxcd.io",
+    )
+    crossplane = ControllerSpec(
+        name="crossplane",
+        groups=("pkg.crossplane.io", "apiextensions.crossplane.io"),
+        kinds=("Provider", "Configuration"),
+        selector={"app.kubernetes.io/name": "crossplane"},
+        lease_namespace="crossplane-system",
+    )
+    expected = [tofu if c.name == "tofu-controller" else c for c in DEFAULT_CONTROLLERS]
+    assert controllers == (*expected, crossplane)
+
+
+@pytest.mark.parametrize(
+    ("include", "exclude", "namespace", "watched"),
+    [
+        pytest.param([], [], "apps", True, id="everything-by-default"),
+        pytest.param(["flux-system"], [], "apps", False, id="not-included"),
+        pytest.param(["flux-system"], [], "flux-system", True, id="included"),
+        pytest.param([], ["kube-system"], "kube-system", False, id="excluded"),
+        pytest.param(["apps"], ["apps"], "apps", False, id="exclude-wins-over-include"),
+        pytest.param(["apps"], [], "", True, id="cluster-scoped-always-watched"),
+    ],
+)
+def test_namespace_filter(include: list[str], exclude: list[str], namespace: str, watched: bool) -> None:
+    settings = Settings(include_namespaces=include, exclude_namespaces=exclude)
+    assert settings.watches_namespace(namespace) is watched
+
+
+@pytest.mark.parametrize(
+    ("assignments", "overrides"),
+    [
+        pytest.param(["listen=:9090"], {"listen": ":9090"}, id="top-level"),
+        pytest.param(["thresholds.retry_loop=1h"], {"thresholds": {"retry_loop": "1h"}}, id="nested"),
+        pytest.param(["include_namespaces=[a, b]"], {"include_namespaces": ["a", "b"]}, id="yaml-flow-list"),
+        pytest.param(["context=a=b"], {"context": "a=b"}, id="value-may-contain-equals"),
+        pytest.param(
+            ["thresholds.retry_loop=1h", "thresholds.revision_skew=2m"],
+            {"thresholds": {"retry_loop": "1h", "revision_skew": "2m"}},
+            id="repeated-merge",
+        ),
+    ],
+)
+def test_set_options_become_nested_overrides(assignments: list[str], overrides: dict[str, Any]) -> None:
+    assert parse_set_options(assignments) == overrides
+
+
+@pytest.mark.parametrize(
+    ("assignments", "message"),
+    [
+        pytest.param(
+            ["listen"], "config: --set 'listen': expected KEY=VALUE, e.g. log_level=debug", id="no-equals"
+        ),
+        pytest.param(["=x"], "config: --set '=x': expected KEY=VALUE, e.g. log_level=debug", id="no-key"),
+        pytest.param(
+            ["thresholds..x=1"],
+            "config: --set 'thresholds..x=1': expected KEY=VALUE, e.g. log_level=debug",
+            id="empty-key-part",
+        ),
+        pytest.param(
+            ["listen=:1", "listen.port=2"],
+            "config: --set listen.port: listen is set to a value, not a group of settings",
+            id="value-then-group",
+        ),
+        pytest.param(
+            ["include_namespaces=[a"],
+            "config: --set include_namespaces: not valid YAML: line 1, column 3: "
+            "expected ',' or ']', but got '<stream end>'",
+            id="broken-flow-list",
+        ),
+    ],
+)
+def test_bad_set_options_name_the_option(assignments: list[str], message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_set_options(assignments)
+    assert str(caught.value) == message

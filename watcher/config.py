@@ -1,0 +1,406 @@
+"""stalewatch's settings: one typed object built from flags, environment, a YAML file and defaults.
+
+Precedence, highest first:
+
+1. command-line flags (`--set KEY=VALUE`, and any flag a subcommand maps onto a setting);
+2. environment variables: `STALEWATCH_<SETTING>`, nested settings joined with `__`
+   (`STALEWATCH_THRESHOLDS__REVISION_SKEW=5m`); lists and mappings as JSON
+   (`STALEWATCH_CONTROLLERS='[{"name": "my-operator", "groups": ["example.com"]}]'`),
+   namespace lists also comma-separated (`STALEWATCH_INCLUDE_NAMESPACES=flux-system,apps`);
+3. the YAML file given with `--config FILE`;
+4. the defaults below (thresholds and severities default to the model's own defaults).
+
+Nested settings merge key by key across layers: an environment variable for one threshold does
+not reset the thresholds set in the file. A bad value anywhere is a `ConfigError` whose message
+names the setting and what it accepts, one line per bad setting, because an on-call engineer
+reading a start-up failure needs the fix, not a pydantic traceback.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args, get_type_hints
+
+import yaml
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    ValidationError,
+    create_model,
+    field_validator,
+)
+from pydantic_settings import (
+    BaseSettings,
+    InitSettingsSource,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    SettingsError,
+)
+
+from watcher.model.types import (
+    DEFAULT_CONTROLLERS,
+    DEFAULT_SEVERITIES,
+    ControllerSpec,
+    FindingType,
+    ModelConfig,
+    Severity,
+    Thresholds,
+)
+
+MAX_CONFIG_FILE_BYTES = 1024 * 1024
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+_UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+_DURATION_HINT = "expected a duration such as 90s, 10m or 1h30m (units h, m, s, ms), or a number of seconds"
+_NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+_LISTEN = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[^:\[\]\s]*):(?P<port>\d{1,5})")
+
+
+class ConfigError(Exception):
+    """A user mistake in configuration; str() is the complete, printable explanation."""
+
+
+def parse_duration(value: object) -> timedelta:
+    """Go-style durations, as Flux writes its intervals ("90s", "10m", "1h30m"), or plain seconds."""
+    number = float(value) if isinstance(value, str) and re.fullmatch(r"\s*\d+(\.\d+)?\s*", value) else value
+    if isinstance(number, timedelta):
+        seconds = number.total_seconds()
+    elif isinstance(number, int | float) and not isinstance(number, bool):
+        seconds = float(number)
+    elif isinstance(value, str) and value.strip() and _DURATION_PART.sub("", value.strip()) == "":
+        seconds = sum(float(n) * _UNIT_SECONDS[u] for n, u in _DURATION_PART.findall(value))
+    else:
+        raise ValueError(f"{_DURATION_HINT}; got {value!r}")
+    if not math.isfinite(seconds) or seconds < 0:
+        raise ValueError(f"{_DURATION_HINT}, not negative; got {value!r}")
+    return timedelta(seconds=seconds)
+
+
+def format_duration(delta: timedelta) -> str:
+    """The inverse of parse_duration, in Go's spelling without zero parts: 1h30m, 1m30s, 0s."""
+    millis = round(delta.total_seconds() * 1000)
+    hours, millis = divmod(millis, 3_600_000)
+    minutes, millis = divmod(millis, 60_000)
+    seconds, millis = divmod(millis, 1000)
+    text = "".join(f"{n}{u}" for n, u in ((hours, "h"), (minutes, "m"), (seconds, "s"), (millis, "ms")) if n)
+    return text or "0s"
+
+
+Duration = Annotated[timedelta, BeforeValidator(parse_duration), PlainSerializer(format_duration)]
+
+
+def _split_list(value: object) -> object:
+    """Namespace lists: a YAML/JSON list, or a comma-separated string (handy in env and --set)."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            return yaml.safe_load(text)
+        return [part.strip() for part in text.split(",") if part.strip()]
+    return value
+
+
+def _check_namespaces(names: list[str]) -> list[str]:
+    for name in names:
+        if not _NAMESPACE.fullmatch(name):
+            raise ValueError(f"{name!r} is not a namespace name (lowercase letters, digits and '-', 1-63)")
+    return names
+
+
+Namespaces = Annotated[list[str], NoDecode, BeforeValidator(_split_list)]
+LogLevel = Literal["debug", "info", "warning", "error"]
+LogFormat = Literal["json", "text"]
+OtelExporter = Literal["none", "console", "otlp"]
+
+
+class _ThresholdSettingsBase(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    def to_thresholds(self) -> Thresholds:
+        return Thresholds(**{name: getattr(self, name) for name in type(self).model_fields})
+
+
+def _threshold_field(annotation: Any, default: Any) -> tuple[Any, Any]:
+    """Durations as Duration; factors positive and finite."""
+    if annotation is timedelta:
+        return Duration, default
+    if annotation is float:
+        return float, Field(default=default, gt=0, allow_inf_nan=False)
+    return annotation, default
+
+
+_THRESHOLD_FIELDS: dict[str, Any] = {
+    f.name: _threshold_field(get_type_hints(Thresholds)[f.name], f.default)
+    for f in dataclasses.fields(Thresholds)
+}
+ThresholdSettings = create_model(
+    "ThresholdSettings",
+    __base__=_ThresholdSettingsBase,
+    __doc__="Every field of the model's Thresholds, generated from it so none is ever missed.",
+    **_THRESHOLD_FIELDS,
+)
+if TYPE_CHECKING:
+    _Thresholds = _ThresholdSettingsBase
+else:
+    _Thresholds = ThresholdSettings
+
+
+class ControllerSetting(BaseModel):
+    """One extra controller workload; mirrors the model's ControllerSpec."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1)
+    namespace: str | None = None
+    selector: dict[str, str] | None = None
+    groups: list[str] = Field(min_length=1)
+    kinds: list[str] = []
+    lease: str | None = None
+    lease_namespace: str | None = None
+
+    def to_spec(self) -> ControllerSpec:
+        return ControllerSpec(
+            name=self.name,
+            groups=tuple(self.groups),
+            kinds=tuple(self.kinds),
+            namespace=self.namespace,
+            selector=dict(self.selector) if self.selector is not None else None,
+            lease=self.lease,
+            lease_namespace=self.lease_namespace,
+        )
+
+
+class Settings(BaseSettings):
+    """Everything stalewatch can be told; see the module docstring for where values come from."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="STALEWATCH_", env_nested_delimiter="__", extra="forbid", validate_default=True
+    )
+
+    thresholds: _Thresholds = Field(default_factory=ThresholdSettings)
+    severities: dict[FindingType, Severity] = dict(DEFAULT_SEVERITIES)
+    include_namespaces: Namespaces = []
+    exclude_namespaces: Namespaces = []
+    controllers: list[ControllerSetting] = []
+    listen: str = ":8080"
+    kubeconfig: str | None = None
+    context: str | None = None
+    log_level: LogLevel = "info"
+    log_format: LogFormat = "text"
+    otel_exporter: OtelExporter = "none"
+
+    @field_validator("severities", mode="before")
+    @classmethod
+    def _severity_overrides(cls, value: object) -> object:
+        """Overrides merge over the model's defaults; finding types match case-insensitively
+        because environment variable names arrive lower-cased."""
+        if not isinstance(value, Mapping):
+            return value
+        by_name = {str(t).lower(): t for t in FindingType}
+        merged: dict[FindingType, object] = dict(DEFAULT_SEVERITIES)
+        for key, severity in value.items():
+            finding_type = by_name.get(str(key).lower())
+            if finding_type is None:
+                raise ValueError(f"unknown finding type {key!r}; known: {', '.join(FindingType)}")
+            merged[finding_type] = severity.lower() if isinstance(severity, str) else severity
+        return merged
+
+    @field_validator("include_namespaces", "exclude_namespaces")
+    @classmethod
+    def _namespace_names(cls, value: list[str]) -> list[str]:
+        return _check_namespaces(value)
+
+    @field_validator("log_level", "log_format", "otel_exporter", mode="before")
+    @classmethod
+    def _lower(cls, value: object) -> object:
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("listen")
+    @classmethod
+    def _listen_address(cls, value: str) -> str:
+        match = _LISTEN.fullmatch(value)
+        if match is None or not 0 < int(match["port"]) < 65536:
+            raise ValueError(
+                f"expected [HOST]:PORT such as ':8080', '127.0.0.1:9090' or '[::1]:8080'; got {value!r}"
+            )
+        return value
+
+    def watches_namespace(self, namespace: str) -> bool:
+        """Cluster-scoped objects (namespace "") are always in; otherwise include, then exclude."""
+        if not namespace:
+            return True
+        if self.include_namespaces and namespace not in self.include_namespaces:
+            return False
+        return namespace not in self.exclude_namespaces
+
+
+def effective_controllers(settings: Settings) -> tuple[ControllerSpec, ...]:
+    """The built-in controllers plus the configured ones; a configured controller with a built-in
+    name replaces it (e.g. to pin tofu-controller's namespace or lease), so the result is stable
+    when fed back in."""
+    extra = {c.name: c.to_spec() for c in settings.controllers}
+    built_in = tuple(extra.pop(spec.name, spec) for spec in DEFAULT_CONTROLLERS)
+    return built_in + tuple(extra.values())
+
+
+def build_model_config(settings: Settings) -> ModelConfig:
+    return ModelConfig(
+        thresholds=settings.thresholds.to_thresholds(),
+        severities=dict(settings.severities),
+        controllers=effective_controllers(settings),
+    )
+
+
+def effective_config(settings: Settings) -> dict[str, Any]:
+    """What `stalewatch config show` prints: plain data that, saved as a file, reproduces itself."""
+    data = settings.model_dump(mode="json")
+    data["controllers"] = [
+        {key: value for key, value in _spec_dict(spec).items() if value not in (None, [])}
+        for spec in effective_controllers(settings)
+    ]
+    return data
+
+
+def _spec_dict(spec: ControllerSpec) -> dict[str, Any]:
+    return {
+        "name": spec.name,
+        "namespace": spec.namespace,
+        "selector": dict(spec.selector) if spec.selector is not None else None,
+        "groups": list(spec.groups),
+        "kinds": list(spec.kinds),
+        "lease": spec.lease,
+        "lease_namespace": spec.lease_namespace,
+    }
+
+
+def load_settings(
+    *, config_file: str | Path | None = None, overrides: Mapping[str, Any] | None = None
+) -> Settings:
+    """Flags (`overrides`, nested dicts) over environment over `config_file` over defaults."""
+    file_values = read_config_file(Path(config_file)) if config_file is not None else {}
+
+    class _Layered(Settings):
+        @classmethod
+        def settings_customise_sources(
+            cls,
+            settings_cls: type[BaseSettings],
+            init_settings: PydanticBaseSettingsSource,
+            env_settings: PydanticBaseSettingsSource,
+            dotenv_settings: PydanticBaseSettingsSource,
+            file_secret_settings: PydanticBaseSettingsSource,
+        ) -> tuple[PydanticBaseSettingsSource, ...]:
+            return init_settings, env_settings, InitSettingsSource(settings_cls, init_kwargs=file_values)
+
+    try:
+        return _Layered(**dict(overrides or {}))
+    except ValidationError as error:
+        raise ConfigError(format_validation_error(error)) from None
+    except SettingsError as error:
+        raise ConfigError(f"config: {_settings_error_message(error)}") from None
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """The YAML config file as a mapping; every way it can be unusable is one ConfigError line."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_CONFIG_FILE_BYTES:
+            raise ConfigError(f"config: {path}: file is {size} bytes, larger than the 1 MiB limit")
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"config: {path}: no such file") from None
+    except IsADirectoryError:
+        raise ConfigError(f"config: {path}: is a directory, expected a YAML file") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"config: {path}: cannot read: {error}") from None
+    try:
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError as error:
+        raise ConfigError(f"config: {path}: not valid YAML: {_yaml_problem(error)}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config: {path}: expected a mapping of settings, got {type(data).__name__}")
+    return data
+
+
+def parse_set_options(assignments: Sequence[str]) -> dict[str, Any]:
+    """`--set thresholds.revision_skew=5m` options as nested overrides. Values stay strings (the
+    settings parse them) except `[...]`/`{...}`, read as YAML flow collections for list settings."""
+    overrides: dict[str, Any] = {}
+    for assignment in assignments:
+        key, sep, raw = assignment.partition("=")
+        if not sep or not key.strip() or any(not part for part in key.strip().split(".")):
+            raise ConfigError(f"config: --set {assignment!r}: expected KEY=VALUE, e.g. log_level=debug")
+        value: Any = raw
+        if raw.strip()[:1] in ("[", "{"):
+            try:
+                value = yaml.safe_load(raw)
+            except yaml.YAMLError as error:
+                raise ConfigError(f"config: --set {key}: not valid YAML: {_yaml_problem(error)}") from None
+        *parents, leaf = key.strip().split(".")
+        node = overrides
+        for part in parents:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise ConfigError(f"config: --set {key}: {part} is set to a value, not a group of settings")
+            node = child
+        node[leaf] = value
+    return overrides
+
+
+def format_validation_error(error: ValidationError) -> str:
+    """One `config: <setting>: <what is wrong>` line per bad setting."""
+    lines = []
+    for detail in error.errors(include_url=False):
+        loc = detail["loc"]
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".") or "config"
+        if detail["type"] == "extra_forbidden":
+            known = _known_settings(loc)
+            message = "unknown setting" + (f"; known: {', '.join(known)}" if known else "")
+        else:
+            message = str(detail["msg"]).removeprefix("Value error, ").replace("Field required", "required")
+            if detail["type"] not in ("value_error", "missing") and not isinstance(detail["input"], dict):
+                message += f" (got {detail['input']!r})"
+        lines.append(f"config: {where}: {message}")
+    return "\n".join(lines)
+
+
+def _known_settings(loc: tuple[int | str, ...]) -> list[str]:
+    """The setting names valid next to an unknown key, found by walking the settings models."""
+    model: type[BaseModel] = Settings
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(part)
+        nested = [a for a in (field.annotation, *get_args(field.annotation)) if _is_model(a)] if field else []
+        if not nested:
+            return []
+        model = nested[0]
+    return list(model.model_fields)
+
+
+def _is_model(annotation: object) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+
+
+def _settings_error_message(error: SettingsError) -> str:
+    """pydantic-settings says 'error parsing value for field "x" from source "EnvSettingsSource"'."""
+    match = re.search(r'field "([^"]+)"', str(error))
+    field = match[1] if match else "environment"
+    return f"{field}: STALEWATCH_{field.upper()} is not valid JSON"
+
+
+def _yaml_problem(error: yaml.YAMLError) -> str:
+    mark = getattr(error, "problem_mark", None)
+    problem = getattr(error, "problem", None) or str(error)
+    if mark is None:
+        return str(problem)
+    return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
