@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs everything stalewatch and its tests need on a fresh machine, idempotently:
+# Debian packages (Prometheus, Alertmanager), the Python venv, and the
+# control-plane binaries built from the Go module proxy (cached outside the clone).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+what=${1:-all}   # "runtime" for the venv only, "all" for the test tooling too
+
+if [ "$what" = all ]; then
+  packages=(prometheus prometheus-alertmanager)
+  missing=()
+  for pkg in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    sudo=""; [ "$(id -u)" -eq 0 ] || sudo=sudo
+    echo "installing Debian packages: ${missing[*]}" >&2
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+extras=""; [ "$what" = all ] && extras="[dev]"
+.venv/bin/pip install -q -e ".$extras"
+
+if [ "$what" = all ]; then
+  bash tests/controlplane/build.sh >/dev/null
+fi

@@ -1,0 +1,227 @@
+"""Starts a real etcd + kube-apiserver on loopback, the way controller-runtime's envtest does.
+
+No kubelet, scheduler or controller-manager runs: tests write pod and CR status
+themselves through the /status subresource, which is exactly what stalewatch must
+read correctly. The API server can be stopped and started again on the same etcd,
+so tests can cut the watcher off from it mid-run.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import ssl
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from tests.controlplane.pki import Pki, make_pki
+
+HERE = Path(__file__).resolve().parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def binaries_dir() -> Path:
+    """Where build.sh put (or puts, on first use) the binaries; cached outside the clone."""
+    override = os.environ.get("STALEWATCH_CONTROLPLANE_BIN")
+    if override:
+        return Path(override)
+    out = subprocess.run(
+        ["bash", str(HERE / "build.sh")], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    return Path(out.splitlines()[-1])
+
+
+def _wait(what: str, probe: Callable[[], bool], *, timeout: float, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with {proc.returncode} before it was ready")
+        if probe():
+            return
+        time.sleep(0.2)
+    raise TimeoutError(f"{what} not ready after {timeout:.0f}s")
+
+
+@dataclass
+class ControlPlane:
+    """One etcd and one kube-apiserver, with an admin kubeconfig."""
+
+    bin_dir: Path
+    workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="stalewatch-cp-")))
+    etcd_port: int = field(default_factory=free_port)
+    etcd_peer_port: int = field(default_factory=free_port)
+    apiserver_port: int = field(default_factory=free_port)
+    etcd: subprocess.Popen[bytes] | None = None
+    apiserver: subprocess.Popen[bytes] | None = None
+    pki: Pki | None = None
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.apiserver_port}"
+
+    @property
+    def etcd_url(self) -> str:
+        return f"http://127.0.0.1:{self.etcd_port}"
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.workdir / "kubeconfig"
+
+    def start(self) -> None:
+        self.pki = make_pki(self.workdir / "pki")
+        self.start_etcd()
+        self.start_apiserver()
+        self.write_kubeconfig(
+            self.kubeconfig,
+            user={
+                "client-certificate": str(self.pki.admin_cert),
+                "client-key": str(self.pki.admin_key),
+            },
+        )
+
+    def start_etcd(self) -> None:
+        log = open(self.workdir / "etcd.log", "ab")  # noqa: SIM115 - the process owns it
+        self.etcd = subprocess.Popen(
+            [
+                str(self.bin_dir / "etcd"),
+                "--name=stalewatch-test",
+                f"--data-dir={self.workdir / 'etcd-data'}",
+                f"--listen-client-urls={self.etcd_url}",
+                f"--advertise-client-urls={self.etcd_url}",
+                f"--listen-peer-urls=http://127.0.0.1:{self.etcd_peer_port}",
+                f"--initial-advertise-peer-urls=http://127.0.0.1:{self.etcd_peer_port}",
+                f"--initial-cluster=stalewatch-test=http://127.0.0.1:{self.etcd_peer_port}",
+                "--unsafe-no-fsync",
+                "--log-level=warn",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        _wait("etcd", lambda: _http_ok(f"{self.etcd_url}/health"), timeout=30, proc=self.etcd)
+
+    def start_apiserver(self) -> None:
+        assert self.pki is not None
+        log = open(self.workdir / "kube-apiserver.log", "ab")  # noqa: SIM115 - the process owns it
+        self.apiserver = subprocess.Popen(
+            [
+                str(self.bin_dir / "kube-apiserver"),
+                f"--etcd-servers={self.etcd_url}",
+                f"--cert-dir={self.workdir / 'apiserver-certs'}",
+                f"--tls-cert-file={self.pki.serving_cert}",
+                f"--tls-private-key-file={self.pki.serving_key}",
+                f"--client-ca-file={self.pki.ca_cert}",
+                f"--secure-port={self.apiserver_port}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                "--service-cluster-ip-range=10.0.0.0/24",
+                "--authorization-mode=RBAC",
+                "--disable-admission-plugins=ServiceAccount",
+                "--allow-privileged=true",
+                f"--service-account-issuer={self.url}",
+                f"--service-account-key-file={self.pki.sa_public}",
+                f"--service-account-signing-key-file={self.pki.sa_private}",
+                "--v=0",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        _wait("kube-apiserver", self.ready, timeout=90, proc=self.apiserver)
+
+    def stop_apiserver(self) -> None:
+        _stop(self.apiserver)
+        self.apiserver = None
+
+    def stop(self) -> None:
+        self.stop_apiserver()
+        _stop(self.etcd)
+        self.etcd = None
+        if not os.environ.get("STALEWATCH_KEEP_CONTROLPLANE"):
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def admin_ssl(self) -> ssl.SSLContext:
+        assert self.pki is not None
+        ctx = ssl.create_default_context(cafile=str(self.pki.ca_cert))
+        ctx.load_cert_chain(str(self.pki.admin_cert), str(self.pki.admin_key))
+        return ctx
+
+    def ready(self) -> bool:
+        return _http_ok(f"{self.url}/readyz", context=self.admin_ssl())
+
+    def write_kubeconfig(self, path: Path, *, user: dict[str, str], namespace: str = "default") -> Path:
+        """A kubeconfig as a user would have it; `user` holds client-certificate/-key or a token."""
+        assert self.pki is not None
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "test",
+                    "cluster": {"server": self.url, "certificate-authority": str(self.pki.ca_cert)},
+                }
+            ],
+            "users": [{"name": "user", "user": user}],
+            "contexts": [
+                {"name": "test", "context": {"cluster": "test", "user": "user", "namespace": namespace}}
+            ],
+            "current-context": "test",
+        }
+        path.write_text(yaml.safe_dump(config))
+        return path
+
+    def wait_listable(self, resources: list[str], *, timeout: float = 60) -> None:
+        """Established is not enough: a new CRD's watch cache answers 429 until it has synced."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.kubectl("get", ",".join(resources), "--all-namespaces")
+                return
+            except subprocess.CalledProcessError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
+    def kubectl(self, *args: str, kubeconfig: Path | None = None, stdin: str | None = None) -> str:
+        """Runs the kubectl built beside the API server, as a user would."""
+        done = subprocess.run(
+            [str(self.bin_dir / "kubectl"), f"--kubeconfig={kubeconfig or self.kubeconfig}", *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise subprocess.CalledProcessError(done.returncode, done.args, done.stdout, done.stderr)
+        return done.stdout
+
+
+def _http_ok(url: str, *, context: ssl.SSLContext | None = None) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2, context=context) as resp:
+            return bool(resp.status == 200)
+    except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+        return False
+
+
+def _stop(proc: subprocess.Popen[bytes] | None) -> None:
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
