@@ -49,7 +49,10 @@ class Kube:
         async with resp:
             data = await resp.read()
             status = resp.status
-        parsed = orjson.loads(data) if data else {}
+        try:
+            parsed = orjson.loads(data) if data else {}
+        except orjson.JSONDecodeError:  # e.g. a plain-text "404 page not found"
+            parsed = {"message": data.decode(errors="replace")}
         if not 200 <= status < 300:
             raise KubeError(status, parsed, f"{method} {path}")
         return parsed

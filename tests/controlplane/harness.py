@@ -8,6 +8,8 @@ so tests can cut the watcher off from it mid-run.
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import shutil
 import socket
@@ -20,6 +22,7 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -68,6 +71,7 @@ class ControlPlane:
     etcd: subprocess.Popen[bytes] | None = None
     apiserver: subprocess.Popen[bytes] | None = None
     pki: Pki | None = None
+    apiserver_args: list[str] = field(default_factory=list)
 
     @property
     def url(self) -> str:
@@ -135,6 +139,7 @@ class ControlPlane:
                 f"--service-account-key-file={self.pki.sa_public}",
                 f"--service-account-signing-key-file={self.pki.sa_private}",
                 "--v=0",
+                *self.apiserver_args,
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -151,6 +156,14 @@ class ControlPlane:
         self.etcd = None
         if not os.environ.get("STALEWATCH_KEEP_CONTROLPLANE"):
             shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def etcd_compact(self) -> int:
+        """Compacts etcd's history up to now (what etcd and the API server do periodically),
+        so a watch resuming from an older resourceVersion gets 410 Gone. Returns the revision."""
+        rng = _post_json(f"{self.etcd_url}/v3/kv/range", {"key": base64.b64encode(b"/").decode()})
+        revision = int(rng["header"]["revision"])
+        _post_json(f"{self.etcd_url}/v3/kv/compaction", {"revision": str(revision), "physical": True})
+        return revision
 
     def admin_ssl(self) -> ssl.SSLContext:
         assert self.pki is not None
@@ -214,6 +227,13 @@ def _http_ok(url: str, *, context: ssl.SSLContext | None = None) -> bool:
             return bool(resp.status == 200)
     except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
         return False
+
+
+def _post_json(url: str, body: dict[str, object]) -> dict[str, Any]:
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST")
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        result: dict[str, Any] = json.loads(resp.read())
+        return result
 
 
 def _stop(proc: subprocess.Popen[bytes] | None) -> None:
