@@ -8,10 +8,18 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from prometheus_client import generate_latest
+from prometheus_client import Counter, Gauge, Histogram, generate_latest
 from prometheus_client.registry import CollectorRegistry
 
-from watcher.export.metrics import DOWN_REASONS, FAMILIES, STATUSES, ModelCollector, build_registry, render
+from watcher.export.metrics import (
+    DOWN_REASONS,
+    FAMILIES,
+    STATUSES,
+    ModelCollector,
+    build_registry,
+    render,
+    text_format,
+)
 from watcher.model.types import ControllerHealth, Evaluation, FindingType
 
 from . import evaluations as ev
@@ -37,7 +45,8 @@ def value(evaluation: Evaluation, metric: str, /, **labels: str) -> float | None
     ],
 )
 def test_exposition_matches_golden_text_and_passes_promtool(scene: Callable[[], Evaluation]) -> None:
-    text = generate_latest(registry_for(scene())).decode()
+    body, _ = render(registry_for(scene()))
+    text = body.decode()
     golden = GOLDEN / f"{scene.__name__}.prom"
     if UPDATE:
         golden.write_text(text)
@@ -179,3 +188,13 @@ def test_render_negotiates_the_format_from_accept(accept: str | None, content_ty
     body, got = render(registry_for(ev.controller_down()), accept=accept)
     assert got.startswith(content_type)
     assert b"stalewatch_controller_up" in body
+
+
+def test_fast_text_format_is_byte_identical_to_prometheus_client_for_every_metric_type() -> None:
+    registry = registry_for(ev.odd_names())
+    Counter("stalewatch_test_events", "Events.\nTwo lines \\ here.", ["kind"], registry=registry).labels(
+        kind='a"b'
+    ).inc()
+    Histogram("stalewatch_test_duration_seconds", "Durations.", registry=registry).observe(0.3)
+    Gauge("stalewatch_test_up", "Up.", registry=registry).set(1)
+    assert text_format(registry) == generate_latest(registry)

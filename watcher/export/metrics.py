@@ -22,10 +22,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TypeVar
 
-from prometheus_client.exposition import choose_encoder
+from prometheus_client.exposition import choose_encoder, generate_latest
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.registry import CollectorRegistry
 from prometheus_client.samples import Sample
+from prometheus_client.utils import floatToGoString
 
 from watcher.model.types import (
     ControllerHealth,
@@ -38,6 +39,7 @@ from watcher.model.types import (
 )
 
 EvaluationSource = Callable[[], Evaluation | None]
+_go_float: Callable[[float], str] = floatToGoString  # prometheus-client's own number spelling (untyped)
 _Keyed = TypeVar("_Keyed", ObjectHealth, ControllerHealth, RevisionInfo)
 
 STATUSES: tuple[str, ...] = tuple(str(s) for s in Status)
@@ -145,9 +147,54 @@ def build_registry(source: EvaluationSource) -> CollectorRegistry:
 
 
 def render(registry: CollectorRegistry, *, accept: str | None = None) -> tuple[bytes, str]:
-    """The body and Content-Type for a /metrics request with the given Accept header."""
+    """The body and Content-Type for a /metrics request with the given Accept header.
+
+    The classic text format, which Prometheus asks for by default, goes through
+    `text_format`: the same bytes as prometheus-client's encoder, several times faster on
+    the hundreds of thousands of gauge samples a large cluster produces.
+    """
     encoder, content_type = choose_encoder(accept or "")
+    if encoder is generate_latest:
+        return text_format(registry), content_type
     return encoder(registry), content_type
+
+
+def text_format(registry: CollectorRegistry) -> bytes:
+    """Prometheus text format 0.0.4, byte-identical to prometheus_client.generate_latest.
+
+    Gauges (every model family) are written here, escaping each distinct label value once;
+    any other type is handed to generate_latest, which knows its suffix rules.
+    """
+    escaped: dict[str, str] = {}
+
+    def escape(value: str) -> str:
+        if value not in escaped:
+            escaped[value] = value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r'\"')
+        return escaped[value]
+
+    parts: list[str] = []
+    for metric in registry.collect():
+        if metric.type != "gauge":
+            parts.append(generate_latest(_Single(metric)).decode())
+            continue
+        documentation = metric.documentation.replace("\\", r"\\").replace("\n", r"\n")
+        parts.append(f"# HELP {metric.name} {documentation}\n# TYPE {metric.name} gauge\n")
+        for sample in metric.samples:
+            labels = ",".join(f'{k}="{escape(v)}"' for k, v in sorted(sample.labels.items()))
+            stamp = "" if sample.timestamp is None else f" {int(float(sample.timestamp) * 1000):d}"
+            braces = f"{{{labels}}}" if labels else ""
+            parts.append(f"{sample.name}{braces} {_go_float(sample.value)}{stamp}\n")
+    return "".join(parts).encode()
+
+
+class _Single:
+    """One already-collected metric, in the shape generate_latest reads."""
+
+    def __init__(self, metric: Metric) -> None:
+        self._metric = metric
+
+    def collect(self) -> Iterable[Metric]:
+        return [self._metric]
 
 
 def render_families(evaluation: Evaluation) -> Iterator[Metric]:
