@@ -1,0 +1,157 @@
+"""The `stalewatch analyze` report: root causes first, each with the blast radius it explains.
+
+On-call reads this top-down during an incident, so every root is one block: what is wrong and
+since when, what to do (the model's message), which objects it drags down (grouped by kind, each
+with the symptom the model found on it), and the evidence. Symptoms never appear as problems
+of their own: that is the whole point of correlating them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from watcher.model.types import Evaluation, Finding, FindingType, Severity, Subject, rfc3339
+
+_COLORS = {
+    Severity.CRITICAL: "\x1b[1;31m",
+    Severity.WARNING: "\x1b[33m",
+    Severity.INFO: "\x1b[36m",
+}
+_BOLD = "\x1b[1m"
+_RESET = "\x1b[0m"
+
+
+def render_text(evaluation: Evaluation, *, objects: int, load_errors: int = 0, color: bool = False) -> str:
+    """The human report; `objects` is how many objects were evaluated, `load_errors` how many
+    inputs were skipped (their messages go to stderr, the report only points at them)."""
+    if evaluation.findings:
+        roots, symptoms = _by_root(evaluation.findings)
+        blocks = [_root_block(root, symptoms[root.id], now=evaluation.now, color=color) for root in roots]
+        lines = ["\n\n".join(blocks), "", _summary_line(roots, evaluation.findings, objects)]
+    else:
+        lines = [f"No findings: {objects} objects evaluated, all healthy."]
+    if load_errors:
+        lines.append(f"{_plural(load_errors, 'input')} could not be loaded and were skipped (see stderr).")
+    return "\n".join(lines) + "\n"
+
+
+def render_json(evaluation: Evaluation, *, objects: int, load_errors: int = 0) -> bytes:
+    """`{"findings": [Finding.to_dict(), ...], "summary": {...}}`, indented, newline-terminated."""
+    document = {
+        "findings": [finding.to_dict() for finding in evaluation.findings],
+        "summary": summary(evaluation, objects=objects, load_errors=load_errors),
+    }
+    return orjson.dumps(document, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+
+
+def summary(evaluation: Evaluation, *, objects: int, load_errors: int) -> dict[str, Any]:
+    """Counts with every severity and finding type present (zeros included) so the shape is fixed."""
+    severities = Counter(f.severity for f in evaluation.findings)
+    types = Counter(f.type for f in evaluation.findings)
+    return {
+        "now": rfc3339(evaluation.now),
+        "objects": objects,
+        "findings": len(evaluation.findings),
+        "roots": len(evaluation.roots),
+        "by_severity": {str(s): severities[s] for s in Severity},
+        "by_type": {str(t): types[t] for t in FindingType},
+        "load_errors": load_errors,
+    }
+
+
+def describe(subject: Subject) -> str:
+    """`Kind namespace/name`, or `Kind name` for cluster-scoped objects."""
+    where = f"{subject['namespace']}/{subject['name']}" if subject["namespace"] else subject["name"]
+    return f"{subject['kind']} {where}"
+
+
+def format_age(since: datetime, now: datetime) -> str:
+    """The largest unit and the one below it, as on-call says it: 7d2h, 3h12m, 4m30s, 45s."""
+    seconds = int((now - since).total_seconds())
+    if seconds < 0:
+        return "in the future"
+    counts = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        count, seconds = divmod(seconds, size)
+        counts.append((count, unit))
+    first = next((i for i, (count, _) in enumerate(counts) if count), len(counts) - 1)
+    return ("".join(f"{count}{unit}" for count, unit in counts[first : first + 2] if count) or "0s") + " ago"
+
+
+def _by_root(findings: list[Finding]) -> tuple[list[Finding], dict[str, list[Finding]]]:
+    """Roots in the model's order; a symptom whose root is missing is shown as a root, never dropped."""
+    ids = {f.id for f in findings}
+    roots = [f for f in findings if f.root_cause is None or f.root_cause not in ids]
+    symptoms: dict[str, list[Finding]] = defaultdict(list)
+    for finding in findings:
+        if finding.root_cause is not None and finding.root_cause in ids:
+            symptoms[finding.root_cause].append(finding)
+    return roots, symptoms
+
+
+def _root_block(root: Finding, symptoms: list[Finding], *, now: datetime, color: bool) -> str:
+    severity = str(root.severity).upper()
+    if color:
+        severity = f"{_COLORS[root.severity]}{severity}{_RESET}"
+    subject = f"{_BOLD}{describe(root.subject)}{_RESET}" if color else describe(root.subject)
+    since = f"since {rfc3339(root.since)} ({format_age(root.since, now)})" if root.since else "since unknown"
+    lines = [f"{severity} {root.type}: {subject}", f"  {since}"]
+    lines += _indented(root.message, "  ")
+    lines += _blast_radius(root, symptoms)
+    if root.evidence:
+        lines.append("  evidence:")
+        for key, value in root.evidence.items():
+            lines += _indented(f"{key}: {_plain(value)}", "    ")
+    return "\n".join(lines)
+
+
+def _blast_radius(root: Finding, symptoms: list[Finding]) -> list[str]:
+    """Affected subjects grouped by kind, each tagged with the finding types seen on it."""
+    tags: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+    for subject in root.affected:
+        tags.setdefault(_key(subject), set())
+    for symptom in symptoms:
+        tags[_key(symptom.subject)].add(str(symptom.type))
+    if not tags:
+        return []
+    by_kind: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for kind, namespace, name in sorted(tags):
+        label = f"{namespace}/{name}" if namespace else name
+        by_kind[kind].append((label, ", ".join(sorted(tags[kind, namespace, name]))))
+    lines = [f"  blast radius: {_plural(len(tags), 'object')}"]
+    for kind, entries in by_kind.items():
+        width = max(len(label) for label, _ in entries)
+        lines.append(f"    {kind} ({len(entries)})")
+        lines += [f"      {label:<{width}}  {types}".rstrip() for label, types in entries]
+    return lines
+
+
+def _summary_line(roots: list[Finding], findings: list[Finding], objects: int) -> str:
+    severities = Counter(root.severity for root in roots)
+    split = ", ".join(f"{severities[s]} {s}" for s in Severity if severities[s])
+    symptoms = len(findings) - len(roots)
+    return (
+        f"{_plural(len(roots), 'root cause')} ({split}), {_plural(symptoms, 'symptom')}; "
+        f"{_plural(objects, 'object')} evaluated."
+    )
+
+
+def _key(subject: Subject) -> tuple[str, str, str]:
+    return subject["kind"], subject["namespace"], subject["name"]
+
+
+def _indented(text: str, prefix: str) -> Iterable[str]:
+    return (prefix + line for line in text.splitlines() or [""])
+
+
+def _plain(value: object) -> str:
+    return value if isinstance(value, str) else orjson.dumps(value, default=str).decode()
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
