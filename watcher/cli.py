@@ -1,11 +1,38 @@
-"""The `stalewatch` command line: wires the model, the watcher and the renderers."""
+"""The `stalewatch` command line: one small function per subcommand, wiring settings, loaders,
+the model and the renderers.
+
+Exit codes: 0 nothing critical, 1 a critical root cause was found, 2 bad input or usage (the
+message says which file, object, flag or setting; never a traceback for a user mistake).
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import TextIO
+
+import yaml
 
 from watcher import __version__
+from watcher.config import (
+    ConfigError,
+    Settings,
+    build_model_config,
+    effective_config,
+    load_settings,
+    parse_set_options,
+)
+from watcher.export.report import render_json, render_text
+from watcher.model.engine import evaluate
+from watcher.model.types import Severity
+from watcher.snapshot import load_snapshot
+
+EXIT_OK = 0
+EXIT_CRITICAL = 1
+EXIT_BAD_INPUT = 2
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -14,14 +41,113 @@ def build_parser() -> argparse.ArgumentParser:
         description="Is the doctor in the building? Correlates GitOps status with controller liveness.",
     )
     parser.add_argument("--version", action="version", version=f"stalewatch {__version__}")
-    parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    settings = _settings_options()
+
+    analyze = commands.add_parser(
+        "analyze",
+        parents=[settings],
+        help="find the root cause in a snapshot of the cluster",
+        description="Evaluate objects saved with `kubectl get ... -o yaml|json` and report root causes "
+        "with their blast radius. Exit 0: nothing critical; 1: a critical root cause; 2: bad input.",
+    )
+    analyze.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="file or directory (searched for *.json, *.yaml, *.yml) of kubectl output; - reads stdin",
+    )
+    analyze.add_argument("-o", "--output", choices=("text", "json"), default="text", help="report format")
+    analyze.add_argument(
+        "--now",
+        type=parse_now,
+        metavar="RFC3339",
+        help="evaluate as if it were this time, e.g. 2026-11-30T12:00:00Z (default: the current time)",
+    )
+    analyze.set_defaults(handler=_cmd_analyze)
+
+    config = commands.add_parser("config", help="inspect the configuration")
+    config_commands = config.add_subparsers(dest="config_command", metavar="COMMAND", required=True)
+    show = config_commands.add_parser(
+        "show", parents=[settings], help="print the effective configuration as YAML"
+    )
+    show.set_defaults(handler=_cmd_config_show)
     return parser
+
+
+def _settings_options() -> argparse.ArgumentParser:
+    """--config and --set, shared by every subcommand that reads settings."""
+    options = argparse.ArgumentParser(add_help=False)
+    group = options.add_argument_group("configuration (flags > STALEWATCH_* environment > file > defaults)")
+    group.add_argument("--config", metavar="FILE", help="YAML configuration file")
+    group.add_argument(
+        "--set",
+        dest="assignments",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one setting, e.g. --set thresholds.revision_skew=5m (repeatable)",
+    )
+    return options
+
+
+def parse_now(text: str) -> datetime:
+    """An RFC 3339 time with a zone; a bare local time would make the report depend on the host."""
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        moment = None
+    if moment is None or moment.tzinfo is None:
+        raise argparse.ArgumentTypeError(
+            f"expected an RFC 3339 time with a zone, e.g. 2026-11-30T12:00:00Z; got {text!r}"
+        )
+    return moment
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as stop:  # argparse printed help, the version, or a usage error
+        return stop.code if isinstance(stop.code, int) else EXIT_BAD_INPUT
     if args.command is None:
         parser.print_help()
-        return 2
-    return 0
+        return EXIT_BAD_INPUT
+    try:
+        code: int = args.handler(args)
+    except ConfigError as error:
+        print(error, file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return code
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    return load_settings(config_file=args.config, overrides=parse_set_options(args.assignments))
+
+
+def _cmd_analyze(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    now = args.now or datetime.now(UTC)
+    snapshot = load_snapshot(args.paths, keep_namespace=settings.watches_namespace)
+    evaluation = evaluate(snapshot.objects, now=now, config=build_model_config(settings))
+    counts = {"objects": len(snapshot.objects), "load_errors": len(snapshot.errors)}
+    if args.output == "json":
+        sys.stdout.write(render_json(evaluation, **counts).decode())
+    else:
+        sys.stdout.write(render_text(evaluation, **counts, color=_wants_color(sys.stdout)))
+    for error in snapshot.errors:
+        print(f"stalewatch: {error}", file=sys.stderr)
+    if snapshot.errors:
+        return EXIT_BAD_INPUT
+    critical = any(root.severity == Severity.CRITICAL for root in evaluation.roots)
+    return EXIT_CRITICAL if critical else EXIT_OK
+
+
+def _cmd_config_show(args: argparse.Namespace) -> int:
+    sys.stdout.write(yaml.safe_dump(effective_config(_settings(args)), sort_keys=False))
+    return EXIT_OK
+
+
+def _wants_color(stream: TextIO) -> bool:
+    """Colour for a terminal only, and never when NO_COLOR is set (https://no-color.org)."""
+    return stream.isatty() and not os.environ.get("NO_COLOR")

@@ -146,7 +146,7 @@ def _key(subject: Subject) -> tuple[str, str, str]:
 
 
 def _indented(text: str, prefix: str) -> Iterable[str]:
-    return (prefix + line for line in text.splitlines() or [""])
+    return ((prefix + line).rstrip() for line in text.splitlines() or [""])
 
 
 def _plain(value: object) -> str:
