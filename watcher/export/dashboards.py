@@ -16,118 +16,23 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from grafana_foundation_sdk.builders import dashboard, prometheus, stat, table, timeseries
-from grafana_foundation_sdk.cog.builder import Builder
+from grafana_foundation_sdk.builders import dashboard
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models import dashboard as model
-from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 
-DATASOURCE = model.DataSourceRef(type_val="prometheus", uid="${datasource}")
-CLUSTER = 'cluster=~"$cluster"'
-RATE = "[$__rate_interval]"
-SCOPE = f'{CLUSTER},namespace=~"$namespace"'
-"""Label matchers every object panel applies: the chosen cluster(s) and namespace(s)."""
+from watcher.export.grafana import (
+    CLUSTER,
+    RATE,
+    SCOPE,
+    VARIABLE_DEFAULTS,
+    label_variable,
+    stat_panel,
+    table_panel,
+    timeseries_panel,
+    variables,
+)
 
-VARIABLE_DEFAULTS: Mapping[str, str] = {
-    "cluster": ".*",
-    "namespace": ".*",
-    "source": ".*",
-    "__rate_interval": "5m",
-}
-"""What each dashboard variable means when "All" is chosen, to run the queries outside Grafana."""
-
-
-def _variables(*extra: dashboard.QueryVariable) -> list[Builder[model.VariableModel]]:
-    return [
-        dashboard.DatasourceVariable("datasource").label("Data source").type("prometheus"),
-        _label_variable("cluster", "stalewatch_evaluation_timestamp_seconds", "Cluster"),
-        *extra,
-    ]
-
-
-def _label_variable(name: str, metric: str, label: str) -> dashboard.QueryVariable:
-    """A multi-select over a label's values; All is `.*`, so it also matches a missing label."""
-    return (
-        dashboard.QueryVariable(name)
-        .label(label)
-        .datasource(DATASOURCE)
-        .query(f"label_values({metric}, {name})")
-        .refresh(model.VariableRefresh.ON_TIME_RANGE_CHANGED)
-        .sort(model.VariableSort.ALPHABETICAL_ASC)
-        .multi(True)
-        .include_all(True)
-        .all_value(".*")
-        .current(model.VariableOption(selected=True, text="All", value="$__all"))
-    )
-
-
-NAMESPACE = _label_variable("namespace", f"stalewatch_object_status{{{CLUSTER}}}", "Namespace")
-
-
-def _query(
-    expr: str, *, legend: str = "", table_format: bool = False, ref: str = "A"
-) -> prometheus.Dataquery:
-    query = prometheus.Dataquery().expr(expr).ref_id(ref).datasource(DATASOURCE)
-    if table_format:
-        return query.format(PromQueryFormat.TABLE).instant()
-    return query.legend_format(legend).range()
-
-
-def _stat(title: str, expr: str, *, description: str, red_from: float = 1, unit: str = "short") -> stat.Panel:
-    steps = [model.Threshold(value=None, color="green"), model.Threshold(value=red_from, color="red")]
-    return (
-        stat.Panel()
-        .title(title)
-        .description(description)
-        .datasource(DATASOURCE)
-        .with_target(_query(expr, table_format=False))
-        .unit(unit)
-        .thresholds(dashboard.ThresholdsConfig().mode(model.ThresholdsMode.ABSOLUTE).steps(steps))
-        .height(4)
-        .span(6)
-    )
-
-
-def _table(
-    title: str, expr: str, *, description: str, rename: Mapping[str, str], width: int = 24
-) -> table.Panel:
-    """An instant table of the series' labels; `rename` picks and names the columns, in order."""
-    organize = model.DataTransformerConfig(
-        id_val="organize",
-        options={
-            "excludeByName": {"Time": True},
-            "indexByName": {column: i for i, column in enumerate(rename)},
-            "renameByName": dict(rename),
-        },
-    )
-    keep = model.DataTransformerConfig(
-        id_val="filterFieldsByName", options={"include": {"names": list(rename)}}
-    )
-    return (
-        table.Panel()
-        .title(title)
-        .description(description)
-        .datasource(DATASOURCE)
-        .with_target(_query(expr, table_format=True))
-        .transformations([keep, organize])
-        .height(9)
-        .span(width)
-    )
-
-
-def _timeseries(
-    title: str, expr: str, *, legend: str, description: str, unit: str = "short"
-) -> timeseries.Panel:
-    return (
-        timeseries.Panel()
-        .title(title)
-        .description(description)
-        .datasource(DATASOURCE)
-        .with_target(_query(expr, legend=legend))
-        .unit(unit)
-        .height(8)
-        .span(12)
-    )
+NAMESPACE = label_variable("namespace", f"stalewatch_object_status{{{CLUSTER}}}", "Namespace")
 
 
 OBJECT_COLUMNS = {"kind": "Kind", "namespace": "Namespace", "name": "Name"}
@@ -147,38 +52,38 @@ def overview() -> dashboard.Dashboard:
         .tags(["stalewatch", "gitops"])
         .refresh("30s")
         .time("now-6h", "now")
-        .variables(_variables(NAMESPACE))
+        .variables(variables(NAMESPACE))
         .with_row(dashboard.Row("Now"))
         .with_panel(
-            _stat(
+            stat_panel(
                 "Root causes",
                 f'count(stalewatch_finding{{root="true",{SCOPE}}}) or vector(0)',
                 description="Findings that nothing else explains. Fix these; their symptoms follow.",
             )
         )
         .with_panel(
-            _stat(
+            stat_panel(
                 "Controllers down",
                 f"count(stalewatch_controller_up{{{CLUSTER}}} == 0) or vector(0)",
                 description="GitOps controllers that are not available or do not hold their Lease.",
             )
         )
         .with_panel(
-            _stat(
+            stat_panel(
                 "Stale objects",
                 f"sum(stalewatch_object_stale{{{SCOPE}}}) or vector(0)",
                 description="Objects whose controller is down: their Ready condition is a cached report.",
             )
         )
         .with_panel(
-            _stat(
+            stat_panel(
                 "Revision skew",
                 f'count(stalewatch_finding{{type="RevisionSkew",{SCOPE}}}) or vector(0)',
                 description="Objects that have not applied their source's latest revision in time.",
             )
         )
         .with_panel(
-            _table(
+            table_panel(
                 "Root causes and their blast radius",
                 f"count by (root_type, root_kind, root_namespace, root_name) "
                 f'(stalewatch_finding{{root_kind!="",{CLUSTER}}}) - 1',
@@ -187,7 +92,7 @@ def overview() -> dashboard.Dashboard:
             )
         )
         .with_panel(
-            _table(
+            table_panel(
                 "Symptoms and the root they point at",
                 f'stalewatch_finding{{root="false",{SCOPE}}}',
                 description="Findings explained by a root cause; they clear when it is fixed.",
@@ -203,7 +108,7 @@ def overview() -> dashboard.Dashboard:
         )
         .with_row(dashboard.Row("Controllers"))
         .with_panel(
-            _table(
+            table_panel(
                 "Controllers down and why",
                 f"stalewatch_controller_down_reason{{{CLUSTER}}} == 1",
                 description="From a fixed set: ImagePullBackOff, CrashLoopBackOff, LeaseExpired, ...",
@@ -212,7 +117,7 @@ def overview() -> dashboard.Dashboard:
             )
         )
         .with_panel(
-            _timeseries(
+            timeseries_panel(
                 "Controllers up",
                 f"stalewatch_controller_up{{{CLUSTER}}}",
                 legend="{{namespace}}/{{name}}",
@@ -221,7 +126,7 @@ def overview() -> dashboard.Dashboard:
         )
         .with_row(dashboard.Row("Objects"))
         .with_panel(
-            _table(
+            table_panel(
                 "Objects with a stale status",
                 f"stalewatch_object_stale{{{SCOPE}}} == 1",
                 description="Their status is not being updated: do not trust their Ready condition.",
@@ -230,7 +135,7 @@ def overview() -> dashboard.Dashboard:
             )
         )
         .with_panel(
-            _table(
+            table_panel(
                 "Revision skew: source revision vs applied",
                 f"stalewatch_revision_info{{{SCOPE}}} and on (cluster, kind, namespace, name) "
                 f'stalewatch_finding{{type="RevisionSkew"}}',
@@ -244,7 +149,7 @@ def overview() -> dashboard.Dashboard:
             )
         )
         .with_panel(
-            _table(
+            table_panel(
                 "Time since last change",
                 f"sort(time() - stalewatch_object_last_transition_timestamp_seconds{{{SCOPE}}})",
                 description="Since each object's Ready condition last changed, most recent first.",
@@ -257,16 +162,16 @@ def overview() -> dashboard.Dashboard:
 def stack() -> dashboard.Dashboard:
     """One stack: every object built from one source, what it should run versus what it applied."""
     in_source = 'on (cluster, kind, namespace, name) stalewatch_revision_info{source=~"$source"}'
-    source = _label_variable("source", f"stalewatch_revision_info{{{CLUSTER}}}", "Source")
+    source = label_variable("source", f"stalewatch_revision_info{{{CLUSTER}}}", "Source")
     return (
         dashboard.Dashboard("stalewatch / Stack")
         .uid("stalewatch-stack")
         .tags(["stalewatch", "gitops"])
         .refresh("30s")
         .time("now-6h", "now")
-        .variables(_variables(source, NAMESPACE))
+        .variables(variables(source, NAMESPACE))
         .with_panel(
-            _table(
+            table_panel(
                 "Source revision vs applied revision",
                 f'stalewatch_revision_info{{source=~"$source",{SCOPE}}}',
                 description="Every Kustomization/HelmRelease/Terraform built from the chosen source(s).",
@@ -279,7 +184,7 @@ def stack() -> dashboard.Dashboard:
             )
         )
         .with_panel(
-            _table(
+            table_panel(
                 "Status",
                 f"stalewatch_object_status{{{SCOPE}}} == 1 and {in_source}",
                 description="kstatus of each object in the stack.",
@@ -288,7 +193,7 @@ def stack() -> dashboard.Dashboard:
             )
         )
         .with_panel(
-            _table(
+            table_panel(
                 "Findings in this stack",
                 f"stalewatch_finding{{{SCOPE}}} and {in_source}",
                 description="What is wrong with objects of this stack, and the root cause it belongs to.",
@@ -302,7 +207,7 @@ def stack() -> dashboard.Dashboard:
             )
         )
         .with_panel(
-            _table(
+            table_panel(
                 "HelmRelease chart versions",
                 f'stalewatch_revision_info{{kind="HelmRelease",{SCOPE}}}',
                 description="The chart version the HelmChart offers versus the one the release runs.",
@@ -315,7 +220,7 @@ def stack() -> dashboard.Dashboard:
             )
         )
         .with_panel(
-            _timeseries(
+            timeseries_panel(
                 "Controller liveness",
                 f"stalewatch_controller_up{{{CLUSTER}}}",
                 legend="{{namespace}}/{{name}}",
@@ -323,7 +228,7 @@ def stack() -> dashboard.Dashboard:
             )
         )
         .with_panel(
-            _timeseries(
+            timeseries_panel(
                 "Stale objects in this stack",
                 f"sum(stalewatch_object_stale{{{SCOPE}}} and {in_source})",
                 legend="stale",
@@ -342,30 +247,30 @@ def self_health() -> dashboard.Dashboard:
         .tags(["stalewatch"])
         .refresh("30s")
         .time("now-6h", "now")
-        .variables(_variables())
+        .variables(variables())
         .with_panel(
-            _stat(
+            stat_panel(
                 "API server unreachable",
                 f"count(stalewatch_up{{{CLUSTER}}} == 0) or vector(0)",
                 description="stalewatch instances that cannot reach the API server.",
             )
         )
         .with_panel(
-            _stat(
+            stat_panel(
                 "Not synced",
                 f"count(stalewatch_synced{{{CLUSTER}}} == 0) or vector(0)",
                 description="stalewatch instances that have not finished listing every kind.",
             )
         )
         .with_panel(
-            _stat(
+            stat_panel(
                 "Kinds forbidden",
                 f"count(stalewatch_kind_forbidden{{{CLUSTER}}} == 1) or vector(0)",
                 description="Kinds the API server refuses to list (RBAC).",
             )
         )
         .with_panel(
-            _stat(
+            stat_panel(
                 "Evaluation age",
                 f"max(time() - stalewatch_evaluation_timestamp_seconds{{{CLUSTER}}})",
                 description="Seconds since the model last evaluated.",
@@ -374,7 +279,7 @@ def self_health() -> dashboard.Dashboard:
             )
         )
         .with_panel(
-            _table(
+            table_panel(
                 "Watched kinds",
                 f"stalewatch_watched_objects{{{CLUSTER}}}",
                 description="Objects in stalewatch's cache, per kind.",
@@ -382,7 +287,7 @@ def self_health() -> dashboard.Dashboard:
             )
         )
         .with_panel(
-            _timeseries(
+            timeseries_panel(
                 "Watch events",
                 f"sum by (group, kind, type) (rate(stalewatch_events_total{{{CLUSTER}}}{RATE}))",
                 legend=by_kind + " {{type}}",
@@ -391,7 +296,7 @@ def self_health() -> dashboard.Dashboard:
             )
         )
         .with_panel(
-            _timeseries(
+            timeseries_panel(
                 "Watch errors",
                 f"sum by (group, kind, reason) (rate(stalewatch_watch_errors_total{{{CLUSTER}}}{RATE}))",
                 legend=by_kind + " {{reason}}",
@@ -400,7 +305,7 @@ def self_health() -> dashboard.Dashboard:
             )
         )
         .with_panel(
-            _timeseries(
+            timeseries_panel(
                 "Relists",
                 f"sum by (group, kind, reason) (increase(stalewatch_relists_total{{{CLUSTER}}}[1h]))",
                 legend=by_kind + " {{reason}}",
@@ -408,7 +313,7 @@ def self_health() -> dashboard.Dashboard:
             )
         )
         .with_panel(
-            _timeseries(
+            timeseries_panel(
                 "List requests",
                 f"sum by (group, kind, result) (rate(stalewatch_list_requests_total{{{CLUSTER}}}{RATE}))",
                 legend=by_kind + " {{result}}",
@@ -417,7 +322,7 @@ def self_health() -> dashboard.Dashboard:
             )
         )
         .with_panel(
-            _timeseries(
+            timeseries_panel(
                 "Time since last event",
                 f"time() - stalewatch_last_event_timestamp_seconds{{{CLUSTER}}}",
                 legend=by_kind,
@@ -426,7 +331,7 @@ def self_health() -> dashboard.Dashboard:
             )
         )
         .with_panel(
-            _timeseries(
+            timeseries_panel(
                 "Malformed objects",
                 f"sum by (group, kind) (increase(stalewatch_malformed_objects_total{{{CLUSTER}}}[1h]))",
                 legend=by_kind,
@@ -434,7 +339,7 @@ def self_health() -> dashboard.Dashboard:
             )
         )
         .with_panel(
-            _timeseries(
+            timeseries_panel(
                 "Evaluation duration (p99)",
                 "histogram_quantile(0.99, sum by (le) "
                 f"(rate(stalewatch_evaluation_duration_seconds_bucket{{{CLUSTER}}}{RATE})))",

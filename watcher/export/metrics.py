@@ -14,7 +14,7 @@ and free text (messages) never goes into a label.
 Root-cause labels: every finding series carries root_type/root_kind/root_namespace/
 root_name naming the root cause it belongs to. A root finding names ITSELF there
 (with root="true"), so Alertmanager can inhibit a symptom alert while its root alert
-fires with a plain `equal: [root_kind, root_namespace, root_name]`.
+fires with a plain `equal: [cluster, root_kind, root_namespace, root_name]`.
 """
 
 from __future__ import annotations
@@ -281,9 +281,7 @@ def _objects(objects: list[ObjectHealth]) -> Iterator[Metric]:
     for obj in objects:
         where = _where(obj.subject)
         current = str(obj.status)
-        status.samples.extend(
-            Sample(status.name, {**where, "status": s}, 1.0 if s == current else 0.0) for s in STATUSES
-        )
+        status.samples.extend(_stateset(status.name, where, "status", STATUSES, current=current))
         stale.samples.append(Sample(stale.name, where, 1.0 if obj.stale else 0.0))
         if obj.last_transition is not None:
             transition.samples.append(Sample(transition.name, where, obj.last_transition.timestamp()))
@@ -301,16 +299,21 @@ def _controllers(controllers: list[ControllerHealth]) -> Iterator[Metric]:
         labels = {"namespace": s["namespace"], "name": s["name"], "kind": s["kind"]}
         up.samples.append(Sample(up.name, labels, 1.0 if ctl.up else 0.0))
         down_because = "" if ctl.up else ctl.reason
-        reason.samples.extend(
-            Sample(reason.name, {"namespace": s["namespace"], "name": s["name"], "reason": r},
-                   1.0 if r == down_because else 0.0)
-            for r in DOWN_REASONS
-        )
+        named = {"namespace": s["namespace"], "name": s["name"]}
+        reason.samples.extend(_stateset(reason.name, named, "reason", DOWN_REASONS, current=down_because))
         groups = ",".join(sorted(ctl.groups))
         info.samples.append(Sample(info.name, {**labels, "groups": groups}, 1.0))
     yield up
     yield reason
     yield info
+
+
+def _stateset(
+    name: str, labels: dict[str, str], state_label: str, states: Sequence[str], *, current: str
+) -> Iterator[Sample]:
+    """One sample per state: 1 for `current`, 0 for the rest (all 0 when current is not a state)."""
+    for state in states:
+        yield Sample(name, {**labels, state_label: state}, 1.0 if state == current else 0.0)
 
 
 def _revision(rev: RevisionInfo) -> Sample:
