@@ -2,4 +2,12 @@
 
 Nothing in this package does I/O or reads the clock; import-linter enforces that it
 imports none of the layers that do (kube, export, web, cli, app).
+
+Entry points: `project()` every object first, then `evaluate()` a snapshot or feed a
+`HealthModel` live.
 """
+
+from watcher.model.engine import HealthModel, evaluate
+from watcher.model.projection import MalformedObject, project
+
+__all__ = ["HealthModel", "MalformedObject", "evaluate", "project"]

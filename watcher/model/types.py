@@ -113,6 +113,45 @@ class Finding:
         }
 
 
+class HealthReason(StrEnum):
+    """Why a workload or controller is unhealthy, from a FIXED set (these become metric labels).
+
+    Kubelet's many waiting reasons are folded into these buckets; the exact reason stays in
+    the finding's evidence. AVAILABLE and RESTARTING are the two "up" reasons of a controller.
+    """
+
+    IMAGE_PULL_BACK_OFF = "ImagePullBackOff"
+    ERR_IMAGE_PULL = "ErrImagePull"
+    CRASH_LOOP_BACK_OFF = "CrashLoopBackOff"
+    CREATE_CONTAINER_CONFIG_ERROR = "CreateContainerConfigError"
+    UNSCHEDULABLE = "Unschedulable"
+    OOM_KILLED = "OOMKilled"
+    NOT_READY = "NotReady"
+    NO_AVAILABLE_REPLICAS = "NoAvailableReplicas"
+    LEASE_EXPIRED = "LeaseExpired"
+    SCALED_TO_ZERO = "ScaledToZero"
+    PROGRESS_DEADLINE_EXCEEDED = "ProgressDeadlineExceeded"
+    UNAVAILABLE = "Unavailable"
+    GENERATION_NOT_OBSERVED = "GenerationNotObserved"
+    AVAILABLE = "Available"
+    RESTARTING = "Restarting"
+
+
+CONTROLLER_DOWN_REASONS: tuple[HealthReason, ...] = (
+    HealthReason.IMAGE_PULL_BACK_OFF,
+    HealthReason.ERR_IMAGE_PULL,
+    HealthReason.CRASH_LOOP_BACK_OFF,
+    HealthReason.CREATE_CONTAINER_CONFIG_ERROR,
+    HealthReason.UNSCHEDULABLE,
+    HealthReason.OOM_KILLED,
+    HealthReason.NOT_READY,
+    HealthReason.NO_AVAILABLE_REPLICAS,
+    HealthReason.LEASE_EXPIRED,
+    HealthReason.SCALED_TO_ZERO,
+)
+"""Every reason a ControllerHealth with up=False can carry; nothing else is ever used."""
+
+
 @dataclass(frozen=True, slots=True)
 class ControllerSpec:
     """A workload that reconciles some API groups (and optionally only some kinds).
@@ -136,8 +175,16 @@ DEFAULT_CONTROLLERS: tuple[ControllerSpec, ...] = (
     ControllerSpec(name="kustomize-controller", groups=("kustomize.toolkit.fluxcd.io",)),
     ControllerSpec(name="helm-controller", groups=("helm.toolkit.fluxcd.io",)),
     ControllerSpec(name="notification-controller", groups=("notification.toolkit.fluxcd.io",)),
-    ControllerSpec(name="image-reflector-controller", groups=("image.toolkit.fluxcd.io",)),
-    ControllerSpec(name="image-automation-controller", groups=("image.toolkit.fluxcd.io",)),
+    ControllerSpec(
+        name="image-reflector-controller",
+        groups=("image.toolkit.fluxcd.io",),
+        kinds=("ImageRepository", "ImagePolicy"),
+    ),
+    ControllerSpec(
+        name="image-automation-controller",
+        groups=("image.toolkit.fluxcd.io",),
+        kinds=("ImageUpdateAutomation",),
+    ),
     ControllerSpec(name="tofu-controller", groups=("infra.contrib.fluxcd.io",)),
     ControllerSpec(name="tf-controller", groups=("infra.contrib.fluxcd.io",)),
 )
@@ -156,6 +203,10 @@ class Thresholds:
     workload_unhealthy: timedelta = timedelta(minutes=5)
     controller_down: timedelta = timedelta(seconds=0)
     crd_removed_retention: timedelta = timedelta(hours=1)
+    dependency_blocked: timedelta = timedelta(minutes=10)
+    """A DependencyNotReady wait that no failing dependency explains is normal ordering until then."""
+    retry_loop_recent: timedelta = timedelta(minutes=30)
+    """A Warning Event last seen longer ago than this is history, not a loop still running."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +237,8 @@ class ControllerHealth:
     reason: str
     groups: tuple[str, ...]
     since: datetime | None
+    name: str = ""
+    """The ControllerSpec name this workload matched (e.g. "tofu-controller")."""
 
 
 @dataclass(frozen=True, slots=True)

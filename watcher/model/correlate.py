@@ -1,0 +1,425 @@
+"""Correlation: turn candidate findings into ONE root per cause, with its blast radius.
+
+Runs over findings, not objects, so its cost follows the number of problems. Steps:
+  1. ControllerDown for every down controller workload; every GitOps object it
+     reconciles becomes StatusStale (its own status-based candidates are dropped: they
+     are a cached report). Findings about the controller's own Pods fold into it.
+  2. A failing workload whose HelmRelease/Kustomization says Ready=True yields
+     ReleaseReadyWorkloadFailing on that release; Pod -> workload -> release links.
+  3. Per subject, the most explanatory finding is primary; the others point at it.
+  4. DependencyBlocked follows dependsOn to the first dependency with a finding (which,
+     followed in turn, reaches the deepest cause); unexplained ones wait their threshold.
+  5. A controller that went down after its CRD was removed points at CRDRemoved.
+  6. Every finding gets root_cause = the end of its chain; each root lists, in
+     `affected`, every subject it explains.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from watcher.model.controllers import Claims, ControllerState
+from watcher.model.graph import Store, inventory
+from watcher.model.objects import (
+    Key,
+    condition,
+    describe,
+    dig,
+    finding_id,
+    group_of,
+    is_true,
+    subject_of,
+    transition,
+)
+from watcher.model.rules import FLUX_GROUPS, dependencies, describe_state
+from watcher.model.types import Finding, FindingType, ModelConfig, Severity, Subject, rfc3339
+from watcher.model.workloads import pod_state, workload_state
+
+PRECEDENCE: Sequence[FindingType] = (
+    FindingType.CRD_REMOVED,
+    FindingType.CONTROLLER_DOWN,
+    FindingType.STATUS_STALE,
+    FindingType.STALLED,
+    FindingType.DEPENDENCY_BLOCKED,
+    FindingType.REVISION_SKEW,
+    FindingType.RELEASE_READY_WORKLOAD_FAILING,
+    FindingType.RECONCILE_REQUEST_IGNORED,
+    FindingType.GENERATION_NOT_OBSERVED,
+    FindingType.STUCK_RECONCILING,
+    FindingType.WORKLOAD_UNHEALTHY,
+    FindingType.RETRY_LOOP,
+)
+"""Within one subject, the earlier type explains the later ones (a blocked object also lags)."""
+
+REVISIONED_KINDS_ORDER = ("Kustomization", "HelmRelease", "Terraform")
+
+_RANK = {kind: rank for rank, kind in enumerate(PRECEDENCE)}
+_SEVERITY_RANK = {Severity.CRITICAL: 0, Severity.WARNING: 1, Severity.INFO: 2}
+
+
+def key_of_subject(subject: Subject) -> Key:
+    return Key(group_of(subject["apiVersion"]), subject["kind"], subject["namespace"], subject["name"])
+
+
+def _order(subject: Subject) -> tuple[str, str, str]:
+    return (subject["namespace"], subject["kind"], subject["name"])
+
+
+class _Pass:
+    """The working state of one correlation pass."""
+
+    def __init__(self, store: Store, claims: Claims, config: ModelConfig, now: datetime) -> None:
+        self.store, self.claims, self.config, self.now = store, claims, config, now
+        self.found: dict[str, Finding] = {}
+        self.links: dict[str, str] = {}
+        self.extra: dict[str, list[Subject]] = defaultdict(list)
+        self.by_subject: dict[Key, list[str]] = defaultdict(list)
+        self.advice: dict[str, str] = {}
+
+    def add(self, finding: Finding, *, link: str | None = None) -> Finding:
+        copy = dataclasses.replace(finding, evidence=dict(finding.evidence), affected=[])
+        self.found[copy.id] = copy
+        ids = self.by_subject[key_of_subject(copy.subject)]
+        ids.append(copy.id)
+        ids.sort(key=lambda i: (_RANK[self.found[i].type], i))
+        if link is not None:
+            self.links[copy.id] = link
+        return copy
+
+    def new(
+        self,
+        kind: FindingType,
+        subject: Subject,
+        message: str,
+        since: datetime | None,
+        evidence: dict[str, Any],
+    ) -> Finding:
+        return Finding(
+            finding_id(kind, subject), kind, self.config.severities[kind], subject, message, since, evidence
+        )
+
+    def primary(self, key: Key) -> str | None:
+        ids = self.by_subject.get(key)
+        return ids[0] if ids else None
+
+    def drop(self, finding_id_: str) -> None:
+        finding = self.found.pop(finding_id_)
+        self.by_subject[key_of_subject(finding.subject)].remove(finding_id_)
+        self.links.pop(finding_id_, None)
+
+
+def correlate(
+    candidates: Iterable[Finding],
+    *,
+    store: Store,
+    claims: Claims,
+    controllers: Sequence[ControllerState],
+    removals: Sequence[Finding] = (),
+    config: ModelConfig,
+    now: datetime,
+) -> list[Finding]:
+    """Root-attributed, deterministically ordered findings (roots first, critical first)."""
+    run = _Pass(store, claims, config, now)
+    own_pods = _controllers(run, controllers)
+    for removal in removals:
+        run.add(removal)
+        run.extra[removal.id] = list(removal.affected)
+    stale = _stale(run)
+    for candidate in candidates:
+        _admit(run, candidate, stale, own_pods)
+    _releases(run, own_pods)
+    _dependencies(run)
+    _crd_links(run)
+    return _finish(run)
+
+
+def _controllers(run: _Pass, controllers: Sequence[ControllerState]) -> dict[Key, ControllerState]:
+    """ControllerDown per down workload; returns the controllers' own workloads and Pods."""
+    own: dict[Key, ControllerState] = {}
+    for state in controllers:
+        own[key_of_subject(state.health.subject)] = state
+        own.update(dict.fromkeys(state.pods, state))
+        if state.health.up:
+            continue
+        subject = state.health.subject
+        evidence = {
+            "controller": state.spec.name,
+            "reason": state.health.reason,
+            "groups": list(state.spec.groups),
+            **state.evidence,
+        }
+        message = f"{state.spec.name} in {subject['namespace']} is down: {state.detail}."
+        down = run.add(run.new(FindingType.CONTROLLER_DOWN, subject, message, state.health.since, evidence))
+        run.advice[down.id] = state.advice
+    return own
+
+
+def _stale(run: _Pass) -> set[Key]:
+    """StatusStale for every (not suspended) object whose controller is down."""
+    stale: set[Key] = set()
+    for group, kind in run.store.kinds():
+        if not run.claims.is_gitops(group, kind):
+            continue
+        claim = run.claims.claim(group, kind)
+        if claim.down is None:
+            continue
+        down_id = finding_id(FindingType.CONTROLLER_DOWN, claim.down.health.subject)
+        for key in sorted(run.store.of_kind(group, kind)):
+            obj = run.store.get(key)
+            if obj is None or dig(obj, "spec", "suspend") is True:
+                continue
+            stale.add(key)
+            run.add(_stale_finding(run, obj, claim.down), link=down_id)
+    return stale
+
+
+def _stale_finding(run: _Pass, obj: Mapping[str, Any], down: ControllerState) -> Finding:
+    ready = condition(obj, "Ready")
+    said = "no Ready condition"
+    if ready is not None:
+        said = f"Ready={ready['status']}" + (f" ({ready.get('reason')})" if ready.get("reason") else "")
+    if is_true(obj, "Reconciling"):
+        said += " and Reconciling=True"
+    name = down.spec.name
+    message = (
+        f"{describe(subject_of(obj))} says {said}, but its controller {name} is down "
+        f"({down.health.reason}): this is a cached report, last changed {rfc3339(transition(ready))}. "
+        f"Nothing reconciles it until {name} runs again."
+    )
+    evidence = {
+        "controller": name,
+        "controller_reason": down.health.reason,
+        "conditions": {c["type"]: c["status"] for c in dig(obj, "status", "conditions") or ()},
+    }
+    return run.new(FindingType.STATUS_STALE, subject_of(obj), message, down.health.since, evidence)
+
+
+def _admit(run: _Pass, candidate: Finding, stale: set[Key], own_pods: Mapping[Key, ControllerState]) -> None:
+    key = key_of_subject(candidate.subject)
+    if key in stale and candidate.type is not FindingType.RETRY_LOOP:
+        return  # a cached status proves nothing while its controller is down
+    controller = own_pods.get(key)
+    if controller is not None and not controller.health.up:
+        down = run.found[finding_id(FindingType.CONTROLLER_DOWN, controller.health.subject)]
+        if candidate.type is FindingType.RETRY_LOOP:
+            evidence = candidate.evidence
+            down.evidence.setdefault("events", []).append(
+                f"{evidence['reason']} x{evidence['count']}: {evidence['message']}"
+            )
+        return  # the controller's own Pods and Events are its ControllerDown evidence
+    existing = run.found.get(candidate.id)
+    if existing is not None:  # several Events with one reason about one object: one loop
+        existing.evidence["count"] += candidate.evidence["count"]
+        return
+    run.add(candidate)
+
+
+def _releases(run: _Pass, own_pods: Mapping[Key, ControllerState]) -> None:
+    """Pod -> workload links, and ReleaseReadyWorkloadFailing for releases that say Ready=True."""
+    failing = [f for f in run.found.values() if f.type is FindingType.WORKLOAD_UNHEALTHY]
+    for finding in sorted(failing, key=lambda f: f.id):
+        key = key_of_subject(finding.subject)
+        obj = run.store.get(key)
+        if obj is None or key in own_pods:
+            continue
+        workload_key = run.store.owner_workload(obj) if key.kind == "Pod" else key
+        workload = run.store.get(workload_key) if workload_key is not None else None
+        owner_finding = (
+            run.primary(workload_key) if workload_key is not None and workload_key != key else None
+        )
+        release_key = run.store.release_of(workload if workload is not None else obj)
+        release = run.store.get(release_key) if release_key is not None else None
+        link = owner_finding
+        if release is not None and release_key not in own_pods and is_true(release, "Ready"):
+            rrwf = _release_finding(run, release, obj, finding)
+            if owner_finding is not None:
+                run.links.setdefault(owner_finding, rrwf.id)
+            else:
+                link = rrwf.id
+        if link is not None:
+            run.links[finding.id] = link
+
+
+def _release_finding(
+    run: _Pass, release: Mapping[str, Any], obj: Mapping[str, Any], failing: Finding
+) -> Finding:
+    subject = subject_of(release)
+    rid = finding_id(FindingType.RELEASE_READY_WORKLOAD_FAILING, subject)
+    existing = run.found.get(rid)
+    if existing is not None:
+        existing.evidence["workloads"].append(describe(failing.subject))
+        if failing.since is not None and (existing.since is None or failing.since < existing.since):
+            existing.since = failing.since
+        return existing
+    state = pod_state(obj) if obj["kind"] == "Pod" else workload_state(obj)
+    ready = condition(release, "Ready") or {}
+    message = (
+        f"{describe(subject)} says Ready=True ({ready.get('message', '')}) "
+        f"but {describe(failing.subject)} it "
+        f"installed is {describe_state(state)} since {rfc3339(failing.since)}. The release status does not "
+        "reflect the running workload: fix or roll back the release (values, image, chart version)."
+    )
+    evidence = {
+        "Ready": {
+            k: v for k, v in ready.items() if k in ("status", "reason", "message", "lastTransitionTime")
+        },
+        "workloads": [describe(failing.subject)],
+        "reason": failing.evidence.get("reason", ""),
+        "image": failing.evidence.get("image", ""),
+    }
+    return run.add(
+        run.new(FindingType.RELEASE_READY_WORKLOAD_FAILING, subject, message, failing.since, evidence)
+    )
+
+
+def _waited_on(run: _Pass, obj: Mapping[str, Any], waits_on: str) -> list[Key]:
+    """What a blocked object waits for: its dependsOn entries, or the objects in its inventory.
+
+    A dependsOn entry without a kind whose same-kind target does not exist resolves to a
+    Kustomization, HelmRelease or Terraform of that namespace/name (hand-written snapshots
+    and non-Flux controllers name other kinds that way).
+    """
+    if waits_on == "inventory":
+        return inventory(obj)
+    keys = []
+    for key in dependencies(obj):
+        if run.store.get(key) is None:
+            key = next(
+                (
+                    k
+                    for k in (
+                        Key(FLUX_GROUPS[kind], kind, key.namespace, key.name)
+                        for kind in REVISIONED_KINDS_ORDER
+                    )
+                    if run.store.get(k) is not None
+                ),
+                key,
+            )
+        keys.append(key)
+    return keys
+
+
+def _dependencies(run: _Pass) -> None:
+    """Link each primary DependencyBlocked to the first object it waits on that has a finding.
+
+    Followed in turn, that link reaches the deepest cause (a stale, stuck or stalled
+    dependency, or the controller behind it). One that nothing explains is a root only
+    after its threshold: until then dependencies are normally just still reconciling.
+    """
+    settled: dict[Key, str | None] = {}
+    visiting: set[Key] = set()
+    threshold = run.config.thresholds.dependency_blocked
+
+    def settle(key: Key) -> str | None:
+        if key in settled:
+            return settled[key]
+        if key in visiting:
+            return None  # a dependsOn cycle: reported by its threshold
+        visiting.add(key)
+        primary = run.primary(key)
+        finding = run.found[primary] if primary is not None else None
+        if finding is not None and finding.type is FindingType.DEPENDENCY_BLOCKED:
+            obj = run.store.get(key) or {}
+            waited = _waited_on(run, obj, finding.evidence.get("waits_on", "dependsOn")) if obj else []
+            target = next((t for t in (settle(k) for k in waited) if t is not None), None)
+            if target is not None:
+                run.links[finding.id] = target
+                blocker = run.found[target]
+                finding.message += f" It waits on {describe(blocker.subject)}, which has {blocker.type}."
+            elif finding.since is None or finding.since + threshold > run.now:
+                run.drop(finding.id)
+                primary = run.primary(key)
+            else:
+                _unexplained_block(run, finding, waited)
+        visiting.discard(key)
+        settled[key] = primary
+        return primary
+
+    for key in sorted(k for k, ids in run.by_subject.items() if ids):
+        settle(key)
+
+
+def _unexplained_block(run: _Pass, finding: Finding, waited: Sequence[Key]) -> None:
+    missing = [k for k in waited if run.store.get(k) is None]
+    if missing and finding.evidence.get("waits_on") == "dependsOn":
+        finding.message += " Missing: " + ", ".join(describe(k) for k in missing) + " (not found)."
+        finding.evidence["missing"] = [f"{k.kind}/{k.namespace}/{k.name}" for k in missing]
+    else:
+        finding.message += (
+            f" Nothing it waits on shows a problem, yet it has waited since {rfc3339(finding.since)}."
+        )
+
+
+def _crd_links(run: _Pass) -> None:
+    """A controller that went down after its CRD was removed is explained by the removal."""
+    removals = [f for f in run.found.values() if f.type is FindingType.CRD_REMOVED]
+    for down in (f for f in run.found.values() if f.type is FindingType.CONTROLLER_DOWN):
+        groups = set(down.evidence.get("groups", ()))
+        for removal in removals:
+            if removal.evidence.get("group") in groups and (
+                down.since is None or removal.since is None or down.since >= removal.since
+            ):
+                run.links[down.id] = removal.id
+                break
+
+
+def _finish(run: _Pass) -> list[Finding]:
+    parent: dict[str, str | None] = {}
+    for ids in run.by_subject.values():
+        for index, fid in enumerate(ids):
+            parent[fid] = run.links.get(fid) if index == 0 else ids[0]
+    roots: dict[str, str] = {}
+    for fid in sorted(run.found):
+        roots[fid] = _root(fid, parent, roots)
+    affected: dict[str, dict[Key, Subject]] = defaultdict(dict)
+    for fid, root in sorted(roots.items()):
+        finding = run.found[fid]
+        if root != fid:
+            finding.root_cause = root
+            if key_of_subject(finding.subject) != key_of_subject(run.found[root].subject):
+                affected[root][key_of_subject(finding.subject)] = finding.subject
+    for fid, extra in run.extra.items():
+        for subject in extra:
+            affected[fid].setdefault(key_of_subject(subject), subject)
+    for fid, subjects in affected.items():
+        run.found[fid].affected = sorted(subjects.values(), key=_order)
+    for finding in run.found.values():
+        if finding.type is FindingType.CONTROLLER_DOWN:
+            _controller_message(run, finding, roots)
+    return sorted(
+        run.found.values(),
+        key=lambda f: (not f.is_root, _SEVERITY_RANK.get(f.severity, 3), *_order(f.subject), f.type, f.id),
+    )
+
+
+def _root(fid: str, parent: Mapping[str, str | None], roots: dict[str, str]) -> str:
+    """Follow parents to the end; a cycle is broken at its smallest id."""
+    path: list[str] = []
+    current: str | None = fid
+    while current is not None and current not in roots and current not in path:
+        path.append(current)
+        current = parent.get(current)
+    if current is None:
+        root = path[-1]
+    elif current in roots:
+        root = roots[current]
+    else:
+        root = min(path[path.index(current) :])
+    for member in path:
+        roots[member] = root
+    return root
+
+
+def _controller_message(run: _Pass, finding: Finding, roots: Mapping[str, str]) -> None:
+    explained = [run.found[f] for f, root in roots.items() if root == finding.id and f != finding.id]
+    stale = sum(1 for f in explained if f.type is FindingType.STATUS_STALE)
+    others = len({key_of_subject(f.subject) for f in explained if f.type is not FindingType.STATUS_STALE})
+    if stale:
+        finding.message += f" {stale} objects it reconciles report a cached status"
+        finding.message += f" and {others} more are blocked behind them." if others else "."
+    if run.advice.get(finding.id):
+        finding.message += f" {run.advice[finding.id]}"

@@ -1,0 +1,434 @@
+"""The engine: `evaluate()` for a snapshot, `HealthModel` for the live watcher.
+
+Both take PROJECTED objects (the output of `project()`). `evaluate()` is a HealthModel
+fed every object once, so the two give the same findings by construction; the live
+model differs only in what it can remember (a CRD that disappeared: CRDRemoved).
+
+Incremental design (an event must not cost O(cluster)):
+  * per object, its local candidates, ObjectHealth and RevisionInfo are cached and
+    recomputed only when it, or its source, changes (reverse "source" index);
+  * controller verdicts are recomputed only when their workload, one of their Pods
+    (tracked per controller), a ReplicaSet in their namespace or a Lease changes;
+  * every cached answer carries the next moment a threshold could flip it; a heap of
+    those deadlines makes `evaluate(later_now)` re-check exactly the objects due;
+  * correlation then runs over findings only, and only when something changed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+import itertools
+from bisect import bisect_left
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Generic, TypeVar
+
+from watcher.model.controllers import (
+    WORKLOAD_KINDS,
+    Claim,
+    Claims,
+    ControllerState,
+    controller_state,
+    find_lease,
+    is_gitops,
+    match_spec,
+    owns_pod,
+)
+from watcher.model.correlate import correlate
+from watcher.model.graph import Store
+from watcher.model.kstatus import compute_status
+from watcher.model.objects import (
+    Key,
+    condition,
+    is_deleting,
+    key_of,
+    newest_transition,
+    subject_of,
+    text,
+    time_at,
+    transition,
+)
+from watcher.model.rules import REVISIONED_KINDS, Ctx, local_findings, revisions
+from watcher.model.types import (
+    ControllerSpec,
+    Evaluation,
+    Finding,
+    FindingType,
+    ModelConfig,
+    ObjectHealth,
+    RevisionInfo,
+    Subject,
+    rfc3339,
+)
+
+V = TypeVar("V")
+
+_CRD = ("apiextensions.k8s.io", "CustomResourceDefinition")
+_LEASE = ("coordination.k8s.io", "Lease")
+
+
+class _Table(Generic[V]):
+    """Values kept sorted by key, so an output list is a copy, not a sort."""
+
+    def __init__(self) -> None:
+        self._keys: list[Key] = []
+        self._values: list[V] = []
+
+    def set(self, key: Key, value: V | None) -> None:
+        index = bisect_left(self._keys, key)
+        present = index < len(self._keys) and self._keys[index] == key
+        if value is None:
+            if present:
+                del self._keys[index], self._values[index]
+        elif present:
+            self._values[index] = value
+        else:
+            self._keys.insert(index, key)
+            self._values.insert(index, value)
+
+    def values(self) -> list[V]:
+        return list(self._values)
+
+
+@dataclass(slots=True)
+class _Local:
+    findings: list[Finding]
+    deadline: datetime | None
+
+
+@dataclass(slots=True)
+class _Removal:
+    """A CustomResourceDefinition seen going away, and the objects of its kind at that moment."""
+
+    finding: Finding
+    gone_at: datetime | None = None
+
+
+def evaluate(objects: Iterable[Mapping[str, Any]], *, now: datetime, config: ModelConfig) -> Evaluation:
+    """Findings and health for a snapshot of projected objects (the last of duplicates wins)."""
+    model = HealthModel(config)
+    for obj in objects:
+        model.upsert(obj, now=now)
+    return model.evaluate(now)
+
+
+class HealthModel:
+    """The incremental model the live watcher feeds with projected objects."""
+
+    def __init__(self, config: ModelConfig | None = None) -> None:
+        self._config = config or ModelConfig()
+        self._store = Store()
+        self._local: dict[Key, _Local] = {}
+        self._with_findings: set[Key] = set()
+        self._dirty: set[Key] = set()
+        self._controllers: dict[Key, ControllerSpec] = {}
+        self._controllers_by_ns: dict[str, set[Key]] = defaultdict(set)
+        self._controller_pods: dict[Key, set[Key]] = defaultdict(set)
+        self._states: dict[Key, ControllerState] = {}
+        self._dirty_controllers: set[Key] = set()
+        self._claims = Claims(self._config.controllers, ())
+        self._removals: dict[Key, _Removal] = {}
+        self._due: dict[tuple[str, Key], datetime] = {}
+        self._heap: list[tuple[datetime, int, str, Key]] = []
+        self._seq = itertools.count()
+        self._health: _Table[ObjectHealth] = _Table()
+        self._revisions: _Table[RevisionInfo] = _Table()
+        self._changed = True
+        self._last: Evaluation | None = None
+
+    # -- Events ------------------------------------------------------------------------------
+
+    def upsert(self, obj: Mapping[str, Any], *, now: datetime) -> None:
+        """An object was added or changed (a projection; see project())."""
+        stored = dict(obj)
+        key = key_of(stored)
+        old = self._store.put(stored)
+        self._touch(key, old, stored, now=now)
+
+    def delete(self, obj: Mapping[str, Any], *, now: datetime) -> None:
+        """An object was deleted; only its apiVersion, kind and metadata are read."""
+        key = key_of(obj)
+        old = self._store.remove(key)
+        if old is not None:
+            self._touch(key, old, None, now=now)
+
+    def replace(
+        self, api_version: str, kind: str, objs: Iterable[Mapping[str, Any]], *, now: datetime
+    ) -> None:
+        """A relist: these are now ALL the objects of this kind. A successful list also ends blindness."""
+        group = api_version.rpartition("/")[0]
+        listed = {key_of(obj): obj for obj in objs}
+        for key in self._store.raw_of_kind(group, kind) - listed.keys():
+            gone = self._store.raw(key)
+            if gone is not None:
+                self.delete(gone, now=now)
+        for obj in listed.values():
+            self.upsert(obj, now=now)
+        if kind in self._store.blind:
+            self.set_blind(self._store.blind - {kind})
+
+    def set_blind(self, kinds: Iterable[str]) -> None:
+        """Kinds the watcher cannot currently see (403, API server down), by `kind` name.
+
+        Their objects are treated as absent: no finding is drawn from last-known data, and a
+        controller whose Deployment/Pods/Lease are blind is judged only on what is visible
+        (or is unknown, never invented down).
+        """
+        blind = frozenset(kinds)
+        changed = blind ^ self._store.blind
+        if not changed:
+            return
+        self._store.blind = blind
+        for group, kind in self._store.kinds():
+            if kind in changed:
+                self._dirty.update(self._store.raw_of_kind(group, kind))
+        self._dirty_controllers.update(self._controllers)
+        self._changed = True
+
+    def _touch(
+        self, key: Key, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None, *, now: datetime
+    ) -> None:
+        """Mark what this change can affect: the object, its dependents, its controllers."""
+        self._changed = True
+        self._dirty.add(key)
+        self._dirty.update(self._store.referrers("source", key))
+        namespace = key.namespace
+        if key.kind in WORKLOAD_KINDS and key.group == "apps":
+            self._track_controller(key, new)
+        elif (key.group, key.kind) == ("", "Pod"):
+            self._track_pod(key, new)
+        elif (key.group, key.kind) == ("apps", "ReplicaSet"):
+            self._dirty_controllers.update(self._controllers_by_ns.get(namespace, ()))
+        elif (key.group, key.kind) == _LEASE:
+            self._dirty_controllers.update(self._controllers)
+        elif (key.group, key.kind) == _CRD:
+            self._track_crd(key, new if new is not None else old, deleted=new is None, now=now)
+
+    def _track_controller(self, key: Key, workload: Mapping[str, Any] | None) -> None:
+        spec = match_spec(self._config.controllers, workload) if workload is not None else None
+        previous = self._controllers.get(key)
+        self._dirty_controllers.add(key)
+        if spec is None:
+            if previous is not None:
+                del self._controllers[key]
+                self._controllers_by_ns[key.namespace].discard(key)
+                self._controller_pods.pop(key, None)
+            return
+        self._controllers[key] = spec
+        self._controllers_by_ns[key.namespace].add(key)
+        assert workload is not None
+        pods = self._controller_pods[key]
+        pods.clear()
+        for pod in self._store.in_namespace("", "Pod", key.namespace):
+            if owns_pod(workload, pod, self._store.raw):
+                pods.add(key_of(pod))
+
+    def _track_pod(self, key: Key, pod: Mapping[str, Any] | None) -> None:
+        for workload_key in self._controllers_by_ns.get(key.namespace, ()):
+            members = self._controller_pods[workload_key]
+            workload = self._store.raw(workload_key)
+            owned = pod is not None and workload is not None and owns_pod(workload, pod, self._store.raw)
+            if owned or key in members:
+                self._dirty_controllers.add(workload_key)
+            if owned:
+                members.add(key)
+            else:
+                members.discard(key)
+
+    def _track_crd(self, key: Key, crd: Mapping[str, Any] | None, *, deleted: bool, now: datetime) -> None:
+        """CRDRemoved bookkeeping: only a model with memory sees a CRD go away."""
+        if crd is None:
+            return
+        removal = self._removals.get(key)
+        if not deleted and not is_deleting(crd):
+            if removal is not None:  # the CRD is back
+                del self._removals[key]
+                self._schedule("r", key, None)
+            return
+        if removal is None:
+            found = self._removal(crd, now=now)
+            if found is None:
+                return
+            removal = self._removals[key] = _Removal(found)
+        if deleted and removal.gone_at is None:
+            removal.gone_at = now
+            self._schedule("r", key, now + self._config.thresholds.crd_removed_retention)
+
+    def _removal(self, crd: Mapping[str, Any], *, now: datetime) -> Finding | None:
+        group, kind = text(crd, "spec", "group"), text(crd, "spec", "names", "kind")
+        orphans: list[Subject] = [
+            subject_of(obj)
+            for obj in (self._store.raw(k) for k in sorted(self._store.raw_of_kind(group, kind)))
+            if obj is not None
+        ]
+        reconcilers = [s.name for s in self._config.controllers if group in s.groups]
+        if not orphans and not reconcilers:
+            return None
+        since = time_at(crd, "metadata", "deletionTimestamp") or now
+        name = crd["metadata"]["name"]
+        message = f"CustomResourceDefinition {name} was deleted at {rfc3339(since)}"
+        if orphans:
+            message += f" while {len(orphans)} {kind} objects existed; they are deleted with it"
+        if reconcilers:
+            message += f"; {', '.join(reconcilers)} reconciles {group} and cannot work without it"
+        message += (
+            ". Restore the CRD (re-apply the controller's install manifests), "
+            "then let Git re-create the objects."
+        )
+        evidence = {"group": group, "kind": kind, "orphans": len(orphans), "controllers": reconcilers}
+        subject = subject_of(crd)
+        finding = Finding(
+            f"{FindingType.CRD_REMOVED}/CustomResourceDefinition/{name}",
+            FindingType.CRD_REMOVED,
+            self._config.severities[FindingType.CRD_REMOVED],
+            subject,
+            message,
+            since,
+            evidence,
+            affected=orphans,
+        )
+        return finding
+
+    # -- Time ----------------------------------------------------------------------------------
+
+    def _schedule(self, tag: str, key: Key, when: datetime | None) -> None:
+        if when is None:
+            self._due.pop((tag, key), None)
+            return
+        if self._due.get((tag, key)) == when:
+            return
+        self._due[tag, key] = when
+        heapq.heappush(self._heap, (when, next(self._seq), tag, key))
+
+    def _pop_due(self, now: datetime) -> None:
+        while self._heap and self._heap[0][0] <= now:
+            when, _, tag, key = heapq.heappop(self._heap)
+            if self._due.get((tag, key)) != when:
+                continue  # superseded
+            del self._due[tag, key]
+            self._changed = True
+            if tag == "o":
+                self._dirty.add(key)
+            elif tag == "c":
+                self._dirty_controllers.add(key)
+            else:
+                self._removals.pop(key, None)
+
+    # -- Evaluation ----------------------------------------------------------------------------
+
+    def evaluate(self, now: datetime) -> Evaluation:
+        """Everything the renderers need at `now`; cheap when nothing changed or fell due."""
+        self._pop_due(now)
+        if not self._changed and self._last is not None:
+            return dataclasses.replace(self._last, now=now)
+        self._refresh_controllers(now)
+        dirty, self._dirty = self._dirty, set()
+        for key in dirty:
+            self._refresh_object(key, now)
+        candidates = [f for key in sorted(self._with_findings) for f in self._local[key].findings]
+        findings = correlate(
+            candidates,
+            store=self._store,
+            claims=self._claims,
+            controllers=self._visible_states(),
+            removals=[r.finding for _, r in sorted(self._removals.items())],
+            config=self._config,
+            now=now,
+        )
+        self._last = Evaluation(
+            now=now,
+            findings=findings,
+            objects=self._health.values(),
+            controllers=[s.health for s in self._visible_states()],
+            revisions=self._revisions.values(),
+        )
+        self._changed = False
+        return self._last
+
+    def _visible_states(self) -> list[ControllerState]:
+        return [state for key, state in sorted(self._states.items()) if self._store.visible(key.kind)]
+
+    def _refresh_controllers(self, now: datetime) -> None:
+        if not self._dirty_controllers:
+            return
+        dirty, self._dirty_controllers = self._dirty_controllers, set()
+        for key in dirty:
+            spec = self._controllers.get(key)
+            workload = self._store.get(key)
+            if spec is None or workload is None:
+                self._states.pop(key, None)
+                self._schedule("c", key, None)
+                continue
+            pods = [
+                p for p in (self._store.get(k) for k in sorted(self._controller_pods[key])) if p is not None
+            ]
+            leases = self._store.in_namespace(*_LEASE, spec.lease_namespace or key.namespace)
+            state = controller_state(
+                spec,
+                workload,
+                pods,
+                find_lease(spec, workload, leases),
+                now=now,
+                thresholds=self._config.thresholds,
+            )
+            self._states[key] = state
+            self._schedule("c", key, state.deadline)
+        claims = Claims(self._config.controllers, self._visible_states())
+        for group, kind in self._store.kinds():
+            if not claims.is_gitops(group, kind):
+                continue
+            before, after = self._claims.claim(group, kind), claims.claim(group, kind)
+            if _verdict(before) != _verdict(after):
+                self._dirty.update(self._store.raw_of_kind(group, kind))
+        self._claims = claims
+
+    def _refresh_object(self, key: Key, now: datetime) -> None:
+        obj = self._store.get(key)
+        gitops = is_gitops(self._config.controllers, key.group, key.kind)
+        if obj is None:
+            self._local.pop(key, None)
+            self._with_findings.discard(key)
+            self._schedule("o", key, None)
+            self._health.set(key, None)
+            self._revisions.set(key, None)
+            return
+        ctx = Ctx(now, self._config, self._store.get)
+        findings = local_findings(obj, ctx, gitops=gitops)
+        deadline = min(ctx.pending, default=None)
+        if findings or deadline is not None:
+            self._local[key] = _Local(findings, deadline)
+        else:
+            self._local.pop(key, None)
+        (self._with_findings.add if findings else self._with_findings.discard)(key)
+        self._schedule("o", key, deadline)
+        if gitops:
+            self._health.set(key, self._object_health(obj, key))
+            self._revisions.set(key, self._revision_info(obj, key))
+
+    def _object_health(self, obj: Mapping[str, Any], key: Key) -> ObjectHealth:
+        status = compute_status(obj)
+        claim = self._claims.claim(key.group, key.kind)
+        return ObjectHealth(
+            subject=subject_of(obj),
+            status=status.status,
+            reason=status.reason,
+            stale=claim.down is not None,
+            controller=claim.name,
+            last_transition=transition(condition(obj, "Ready")) or newest_transition(obj),
+        )
+
+    def _revision_info(self, obj: Mapping[str, Any], key: Key) -> RevisionInfo | None:
+        if key.kind not in REVISIONED_KINDS:
+            return None
+        revs = revisions(obj, self._store.get)
+        if revs.source is None:
+            return None
+        source = f"{revs.source.kind}/{revs.source.namespace}/{revs.source.name}"
+        return RevisionInfo(subject_of(obj), source, revs.revision, revs.applied)
+
+
+def _verdict(claim: Claim) -> tuple[str | None, bool]:
+    return claim.name, claim.down is not None

@@ -1,0 +1,207 @@
+"""The object store and its graph: who sources, depends on, owns and installs whom.
+
+Edges are derived from each object alone (sourceRef, dependsOn, inventory entries,
+Helm release names, ownerReferences); the store keeps a reverse index per edge kind
+so that an event touches only its neighbours and a question such as "which
+Kustomizations use this GitRepository?" costs O(answer), never O(cluster).
+
+Kinds the watcher currently cannot see (RBAC 403, API server down) are *blind*: the
+store answers as if they did not exist, so no rule reasons from last-known data.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from watcher.model.objects import Key, annotations_of, dig, group_of, key_of, labels_of, text
+from watcher.model.rules import HELM_GROUP, KUSTOMIZE_GROUP, REVISIONED_KINDS, dependencies, source_key
+
+_RELEASE = ("helm.sh", "Release")
+"""Pseudo group/kind naming a Helm release (namespace, release name) in the release index."""
+
+INVENTORY_KINDS = frozenset(
+    {"Kustomization", "HelmRelease", "Terraform", "Deployment", "StatefulSet", "DaemonSet"}
+)
+"""Inventory entries worth indexing: GitOps children and workloads (not every ConfigMap)."""
+
+
+def inventory(obj: Mapping[str, Any]) -> list[Key]:
+    """Kustomization status.inventory.entries ids ("<ns>_<name>_<group>_<Kind>") as keys."""
+    keys = []
+    for entry in dig(obj, "status", "inventory", "entries") or ():
+        parts = entry["id"].split("_")
+        if len(parts) == 4 and parts[3] in INVENTORY_KINDS:
+            keys.append(Key(parts[2], parts[3], parts[0], parts[1]))
+    return keys
+
+
+def release_keys(obj: Mapping[str, Any]) -> set[Key]:
+    """The Helm release(s) a HelmRelease manages, as written in meta.helm.sh/* annotations.
+
+    Flux names the release spec.releaseName, else "<targetNamespace>-<name>" with a
+    targetNamespace, else the object's name; history[0] records it once installed.
+    """
+    meta = obj["metadata"]
+    target = text(obj, "spec", "targetNamespace")
+    namespace = target or meta.get("namespace", "")
+    name = text(obj, "spec", "releaseName") or (f"{target}-{meta['name']}" if target else meta["name"])
+    keys = {Key(*_RELEASE, namespace, name)}
+    latest = (dig(obj, "status", "history") or [{}])[0]
+    if latest.get("name"):
+        keys.add(Key(*_RELEASE, latest.get("namespace") or namespace, latest["name"]))
+    return keys
+
+
+def _links(obj: Mapping[str, Any]) -> dict[str, set[Key]]:
+    """Forward edges of one object, by edge kind."""
+    kind, group = obj["kind"], group_of(obj["apiVersion"])
+    links: dict[str, set[Key]] = {}
+    if kind in REVISIONED_KINDS:
+        source = source_key(obj)
+        if source is not None:
+            links["source"] = {source}
+    if dig(obj, "spec", "dependsOn"):
+        links["depends"] = set(dependencies(obj))
+    if kind == "Kustomization" and group == KUSTOMIZE_GROUP:
+        links["inventory"] = set(inventory(obj))
+    if kind == "HelmRelease" and group == HELM_GROUP:
+        links["release"] = release_keys(obj)
+    return links
+
+
+class Store:
+    """Projected objects by key, with per-kind, per-namespace and reverse-edge indexes."""
+
+    def __init__(self) -> None:
+        self._objects: dict[Key, dict[str, Any]] = {}
+        self._by_kind: dict[tuple[str, str], set[Key]] = defaultdict(set)
+        self._by_namespace: dict[tuple[str, str, str], set[Key]] = defaultdict(set)
+        self._reverse: dict[str, dict[Key, set[Key]]] = defaultdict(lambda: defaultdict(set))
+        self.blind: frozenset[str] = frozenset()
+
+    def visible(self, kind: str) -> bool:
+        return kind not in self.blind
+
+    def get(self, key: Key) -> dict[str, Any] | None:
+        return self._objects.get(key) if key.kind not in self.blind else None
+
+    def raw(self, key: Key) -> dict[str, Any] | None:
+        """Ignoring blindness: for bookkeeping (deletes, relists), never for judging."""
+        return self._objects.get(key)
+
+    def __len__(self) -> int:
+        return len(self._objects)
+
+    def put(self, obj: dict[str, Any]) -> dict[str, Any] | None:
+        """Insert or replace; returns the previous version."""
+        key = key_of(obj)
+        old = self._objects.get(key)
+        self._objects[key] = obj
+        if old is None:
+            self._by_kind[key.group, key.kind].add(key)
+            self._by_namespace[key.group, key.kind, key.namespace].add(key)
+        self._relink(key, old, obj)
+        return old
+
+    def remove(self, key: Key) -> dict[str, Any] | None:
+        old = self._objects.pop(key, None)
+        if old is not None:
+            self._discard(self._by_kind, (key.group, key.kind), key)
+            self._discard(self._by_namespace, (key.group, key.kind, key.namespace), key)
+            self._relink(key, old, None)
+        return old
+
+    @staticmethod
+    def _discard(index: dict[Any, set[Key]], bucket: Any, key: Key) -> None:
+        members = index.get(bucket)
+        if members is not None:
+            members.discard(key)
+            if not members:
+                del index[bucket]
+
+    def _relink(self, key: Key, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
+        before = _links(old) if old is not None else {}
+        after = _links(new) if new is not None else {}
+        for edge in before.keys() | after.keys():
+            gone, came = before.get(edge, set()), after.get(edge, set())
+            if gone == came:
+                continue
+            reverse = self._reverse[edge]
+            for target in gone - came:
+                self._discard(reverse, target, key)
+            for target in came - gone:
+                reverse[target].add(key)
+
+    def kinds(self) -> Iterator[tuple[str, str]]:
+        return iter(list(self._by_kind))
+
+    def of_kind(self, group: str, kind: str) -> set[Key]:
+        return self._by_kind.get((group, kind), set()) if kind not in self.blind else set()
+
+    def raw_of_kind(self, group: str, kind: str) -> set[Key]:
+        return set(self._by_kind.get((group, kind), set()))
+
+    def in_namespace(self, group: str, kind: str, namespace: str) -> Iterable[dict[str, Any]]:
+        if kind in self.blind:
+            return []
+        return [self._objects[k] for k in self._by_namespace.get((group, kind, namespace), ())]
+
+    def referrers(self, edge: str, target: Key) -> set[Key]:
+        """Objects with an `edge` ("source", "depends", "inventory", "release") to `target`."""
+        found = self._reverse[edge].get(target)
+        if not found:
+            return set()
+        return {k for k in found if k.kind not in self.blind}
+
+    # -- Ownership ------------------------------------------------------------------------
+
+    def owner_workload(self, pod: Mapping[str, Any]) -> Key | None:
+        """Pod -> ReplicaSet -> Deployment (or StatefulSet/DaemonSet/Job) via ownerReferences.
+
+        Without the ReplicaSet object, its name minus the pod-template-hash names the Deployment.
+        """
+        namespace = pod["metadata"].get("namespace", "")
+        for ref in dig(pod, "metadata", "ownerReferences") or ():
+            if not ref.get("controller", False) or not ref.get("name"):
+                continue
+            kind, name = ref.get("kind", ""), ref["name"]
+            if kind != "ReplicaSet":
+                return Key(group_of(ref.get("apiVersion", "")), kind, namespace, name)
+            replicaset = self.get(Key("apps", "ReplicaSet", namespace, name))
+            if replicaset is not None:
+                for parent in dig(replicaset, "metadata", "ownerReferences") or ():
+                    if parent.get("kind") == "Deployment" and parent.get("name"):
+                        return Key("apps", "Deployment", namespace, parent["name"])
+                return Key("apps", "ReplicaSet", namespace, name)
+            template_hash = labels_of(pod).get("pod-template-hash", "")
+            if template_hash and name.endswith(f"-{template_hash}"):
+                return Key("apps", "Deployment", namespace, name[: -len(template_hash) - 1])
+            return Key("apps", "ReplicaSet", namespace, name)
+        return None
+
+    def release_of(self, workload: Mapping[str, Any]) -> Key | None:
+        """The HelmRelease or Kustomization that installed a workload.
+
+        Helm ownership first (helm.toolkit.fluxcd.io/name+namespace labels, then the
+        meta.helm.sh/release-name+namespace annotations), then kustomize-controller's
+        kustomize.toolkit.fluxcd.io/name+namespace labels, then Kustomization inventories.
+        """
+        own, notes = labels_of(workload), annotations_of(workload)
+        name, namespace = own.get(f"{HELM_GROUP}/name"), own.get(f"{HELM_GROUP}/namespace")
+        if name and namespace:
+            return Key(HELM_GROUP, "HelmRelease", namespace, name)
+        release, release_ns = (
+            notes.get("meta.helm.sh/release-name"),
+            notes.get("meta.helm.sh/release-namespace"),
+        )
+        if release and release_ns:
+            owners = self.referrers("release", Key(*_RELEASE, release_ns, release))
+            if owners:
+                return min(owners)
+        name, namespace = own.get(f"{KUSTOMIZE_GROUP}/name"), own.get(f"{KUSTOMIZE_GROUP}/namespace")
+        if name and namespace:
+            return Key(KUSTOMIZE_GROUP, "Kustomization", namespace, name)
+        parents = self.referrers("inventory", key_of(workload))
+        return min(parents) if parents else None

@@ -1,0 +1,190 @@
+"""Small readers over projected objects: keys, subjects, conditions, times and durations.
+
+Every rule reads objects through these so that the rules stay one-liners. They assume
+the shape `project()` guarantees (right types where present) and never raise on a
+missing field: absence is a normal state in Kubernetes JSON.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any, NamedTuple, TypedDict
+
+from watcher.model.types import Subject
+
+
+class Condition(TypedDict, total=False):
+    """One status.conditions entry as projected (type and status always present)."""
+
+    type: str
+    status: str
+    reason: str
+    message: str
+    lastTransitionTime: str
+    lastUpdateTime: str
+    observedGeneration: int
+
+
+class Key(NamedTuple):
+    """Identity of an object across API versions: group, kind, namespace, name."""
+
+    group: str
+    kind: str
+    namespace: str
+    name: str
+
+
+def group_of(api_version: str) -> str:
+    """ "apps/v1" -> "apps", "v1" -> "" (the core group)."""
+    return api_version.rpartition("/")[0]
+
+
+def key_of(obj: Mapping[str, Any]) -> Key:
+    meta = obj["metadata"]
+    return Key(group_of(obj["apiVersion"]), obj["kind"], meta.get("namespace", ""), meta["name"])
+
+
+def subject_of(obj: Mapping[str, Any]) -> Subject:
+    meta = obj["metadata"]
+    return Subject(
+        apiVersion=obj["apiVersion"], kind=obj["kind"], namespace=meta.get("namespace", ""), name=meta["name"]
+    )
+
+
+def describe(subject: Subject | Key) -> str:
+    """`Kind ns/name` (or `Kind name` when cluster-scoped): how messages name an object."""
+    if isinstance(subject, Key):
+        kind, namespace, name = subject.kind, subject.namespace, subject.name
+    else:
+        kind, namespace, name = subject["kind"], subject["namespace"], subject["name"]
+    return f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
+
+
+def finding_id(kind: str, subject: Subject, *extra: str) -> str:
+    """Stable finding id: `Type/Kind/namespace/name[/extra]` (no namespace part if cluster-scoped)."""
+    parts = [kind, subject["kind"]]
+    if subject["namespace"]:
+        parts.append(subject["namespace"])
+    parts.append(subject["name"])
+    parts.extend(extra)
+    return "/".join(parts)
+
+
+def dig(obj: Mapping[str, Any], *path: str) -> Any:
+    """The value at `path`, or None when any step is missing."""
+    current: Any = obj
+    for step in path:
+        if not isinstance(current, Mapping):
+            return None
+        current = current.get(step)
+    return current
+
+
+def text(obj: Mapping[str, Any], *path: str) -> str:
+    value = dig(obj, *path)
+    return value if isinstance(value, str) else ""
+
+
+def integer(obj: Mapping[str, Any], *path: str, default: int | None = None) -> int | None:
+    value = dig(obj, *path)
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def conditions(obj: Mapping[str, Any]) -> list[Condition]:
+    found = dig(obj, "status", "conditions")
+    return found if isinstance(found, list) else []
+
+
+def condition(obj: Mapping[str, Any], kind: str) -> Condition | None:
+    """The first condition of this type (kstatus, too, reads the first match)."""
+    for cond in conditions(obj):
+        if cond["type"] == kind:
+            return cond
+    return None
+
+
+def is_true(obj: Mapping[str, Any], kind: str) -> bool:
+    cond = condition(obj, kind)
+    return cond is not None and cond["status"] == "True"
+
+
+def is_false(obj: Mapping[str, Any], kind: str) -> bool:
+    cond = condition(obj, kind)
+    return cond is not None and cond["status"] == "False"
+
+
+def parse_time(value: object) -> datetime | None:
+    """RFC3339 (with or without fraction, `Z` or offset) to an aware UTC datetime; else None."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
+
+
+def time_at(obj: Mapping[str, Any], *path: str) -> datetime | None:
+    return parse_time(dig(obj, *path))
+
+
+def transition(cond: Condition | None) -> datetime | None:
+    return None if cond is None else parse_time(cond.get("lastTransitionTime"))
+
+
+def newest_transition(obj: Mapping[str, Any]) -> datetime | None:
+    times = [t for t in (transition(c) for c in conditions(obj)) if t is not None]
+    return max(times, default=None)
+
+
+def spec_written_at(obj: Mapping[str, Any]) -> datetime | None:
+    """The last write to anything but status, from managedFields (creation when absent).
+
+    A spec edit or an annotation (e.g. reconcile.fluxcd.io/requestedAt) happened no later
+    than this, so it bounds how long a controller has had to notice the change.
+    """
+    times = [
+        parse_time(entry.get("time"))
+        for entry in dig(obj, "metadata", "managedFields") or ()
+        if entry.get("subresource", "") != "status"
+    ]
+    known = [t for t in times if t is not None]
+    created = time_at(obj, "metadata", "creationTimestamp")
+    if created is not None:
+        known.append(created)
+    return max(known, default=None)
+
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(value: object) -> timedelta | None:
+    """A Go/Flux duration such as "5m", "1h30m", "10s", "1.5h" or "2h45m30s"; None if not one."""
+    if not isinstance(value, str) or not value:
+        return None
+    body = value[1:] if value[0] in "+-" else value
+    if body == "0":
+        return timedelta(0)
+    parts = _DURATION_PART.findall(body)
+    if not parts or "".join(n + u for n, u in parts) != body or value.startswith("-"):
+        return None
+    return timedelta(seconds=sum(float(number) * _UNIT_SECONDS[unit] for number, unit in parts))
+
+
+def labels_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    found = dig(obj, "metadata", "labels")
+    return found if isinstance(found, Mapping) else {}
+
+
+def annotations_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    found = dig(obj, "metadata", "annotations")
+    return found if isinstance(found, Mapping) else {}
+
+
+def is_deleting(obj: Mapping[str, Any]) -> bool:
+    return bool(text(obj, "metadata", "deletionTimestamp"))

@@ -1,0 +1,191 @@
+"""Is a Pod or a Deployment/StatefulSet failing, why (from a fixed set) and since when.
+
+Kubelet reports a failing container as a *waiting* state with a reason but no time, so
+`since` is taken from the nearest timestamp that bounds the failure (documented per
+case in `pod_state`). A transient state is still returned here; whether it has lasted
+long enough to be a finding is the caller's threshold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from watcher.model.objects import (
+    condition,
+    dig,
+    integer,
+    is_deleting,
+    spec_written_at,
+    text,
+    time_at,
+    transition,
+)
+from watcher.model.types import HealthReason
+
+_WAITING: Mapping[str, HealthReason] = {
+    "ImagePullBackOff": HealthReason.IMAGE_PULL_BACK_OFF,
+    "ErrImagePull": HealthReason.ERR_IMAGE_PULL,
+    "InvalidImageName": HealthReason.ERR_IMAGE_PULL,
+    "ErrImageNeverPull": HealthReason.ERR_IMAGE_PULL,
+    "CrashLoopBackOff": HealthReason.CRASH_LOOP_BACK_OFF,
+    "CreateContainerConfigError": HealthReason.CREATE_CONTAINER_CONFIG_ERROR,
+    "CreateContainerError": HealthReason.CREATE_CONTAINER_CONFIG_ERROR,
+    "RunContainerError": HealthReason.CREATE_CONTAINER_CONFIG_ERROR,
+}
+"""Kubelet waiting reasons that mean "this will not fix itself", folded into the fixed set."""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadState:
+    """The verdict on one Pod or workload. `failing` is None when it is fine (or finished)."""
+
+    ready: bool
+    failing: HealthReason | None = None
+    detail: str = ""
+    """The exact reason Kubernetes wrote (e.g. InvalidImageName, ProgressDeadlineExceeded)."""
+    container: str = ""
+    image: str = ""
+    message: str = ""
+    restarts: int = 0
+    since: datetime | None = None
+
+
+def _images(pod: Mapping[str, Any]) -> dict[str, str]:
+    spec = pod.get("spec", {})
+    return {
+        c["name"]: c.get("image", "") for c in (*spec.get("initContainers", ()), *spec.get("containers", ()))
+    }
+
+
+def pod_state(pod: Mapping[str, Any]) -> WorkloadState:
+    """Classify a Pod.
+
+    since: a crash loop has no first-failure time and Ready flips on every restart, so
+    it counts from the Pod's start (kubelet only says CrashLoopBackOff after a crash);
+    Unschedulable from PodScheduled's transition; everything else from the Ready
+    condition's transition to False, or the Pod's creation.
+    """
+    if is_deleting(pod) or text(pod, "status", "phase") in ("Succeeded", "Failed"):
+        return WorkloadState(ready=False)
+    ready_cond = condition(pod, "Ready")
+    ready = (
+        text(pod, "status", "phase") == "Running"
+        and ready_cond is not None
+        and ready_cond["status"] == "True"
+    )
+    created = time_at(pod, "metadata", "creationTimestamp")
+    started = time_at(pod, "status", "startTime") or created
+    not_ready_since = transition(ready_cond) if ready_cond and ready_cond["status"] != "True" else None
+    images = _images(pod)
+    statuses = [
+        *(dig(pod, "status", "initContainerStatuses") or ()),
+        *(dig(pod, "status", "containerStatuses") or ()),
+    ]
+    for cs in statuses:
+        waiting = dig(cs, "state", "waiting", "reason") or ""
+        oom = dig(cs, "lastState", "terminated", "reason") == "OOMKilled"
+        reason = _WAITING.get(waiting)
+        if reason is HealthReason.CRASH_LOOP_BACK_OFF and oom:
+            reason = HealthReason.OOM_KILLED
+        if reason is None and oom and not cs.get("ready", False) and dig(cs, "state", "running") is not None:
+            reason, waiting = HealthReason.OOM_KILLED, "OOMKilled"
+        if reason is None:
+            continue
+        looping = reason in (HealthReason.CRASH_LOOP_BACK_OFF, HealthReason.OOM_KILLED)
+        return WorkloadState(
+            ready=ready,
+            failing=reason,
+            detail=waiting,
+            container=cs["name"],
+            image=images.get(cs["name"]) or cs.get("image", ""),
+            message=dig(cs, "state", "waiting", "message") or "",
+            restarts=cs.get("restartCount", 0),
+            since=started if looping else (not_ready_since or created),
+        )
+    if ready:
+        return WorkloadState(ready=True)
+    scheduled = condition(pod, "PodScheduled")
+    if scheduled and scheduled["status"] == "False" and scheduled.get("reason") == "Unschedulable":
+        return WorkloadState(
+            ready=False,
+            failing=HealthReason.UNSCHEDULABLE,
+            detail="Unschedulable",
+            message=scheduled.get("message", ""),
+            since=transition(scheduled) or created,
+        )
+    first = next(iter(images.items()), ("", ""))
+    return WorkloadState(
+        ready=False,
+        failing=HealthReason.NOT_READY,
+        detail=text(pod, "status", "phase") or "Pending",
+        container=first[0],
+        image=first[1],
+        message=(ready_cond or {}).get("message", ""),
+        since=not_ready_since or created,
+    )
+
+
+def desired_replicas(workload: Mapping[str, Any]) -> int:
+    """spec.replicas, defaulting to 1 as the API server does."""
+    replicas = integer(workload, "spec", "replicas")
+    return 1 if replicas is None else replicas
+
+
+def available_replicas(workload: Mapping[str, Any]) -> int:
+    field = "availableReplicas" if workload["kind"] == "Deployment" else "readyReplicas"
+    return integer(workload, "status", field) or 0
+
+
+def workload_state(workload: Mapping[str, Any]) -> WorkloadState:
+    """Classify a Deployment or StatefulSet.
+
+    since: ProgressDeadlineExceeded from the Progressing transition; a generation the
+    workload controller has not observed from the last spec write; too few available
+    replicas from Available turning False, else the last time the Deployment made
+    progress (Progressing.lastUpdateTime). StatefulSets keep no such times: their
+    `since` is None and only their Pods carry the timing.
+    """
+    desired = desired_replicas(workload)
+    available = available_replicas(workload)
+    if is_deleting(workload) or desired == 0:
+        return WorkloadState(ready=False)
+    progressing = condition(workload, "Progressing")
+    if progressing and progressing.get("reason") == "ProgressDeadlineExceeded":
+        return WorkloadState(
+            ready=available > 0,
+            failing=HealthReason.PROGRESS_DEADLINE_EXCEEDED,
+            detail="ProgressDeadlineExceeded",
+            message=progressing.get("message", ""),
+            since=transition(progressing),
+        )
+    generation = integer(workload, "metadata", "generation")
+    observed = integer(workload, "status", "observedGeneration")
+    if generation is not None and observed is not None and observed < generation:
+        return WorkloadState(
+            ready=available > 0,
+            failing=HealthReason.GENERATION_NOT_OBSERVED,
+            detail="GenerationNotObserved",
+            message=f"generation {generation}, observed {observed}",
+            since=spec_written_at(workload),
+        )
+    if available >= desired:
+        return WorkloadState(ready=True)
+    available_cond = condition(workload, "Available")
+    if workload["kind"] != "Deployment":
+        since = None
+    elif available_cond and available_cond["status"] == "False":
+        since = transition(available_cond)
+    else:
+        since = time_at(progressing or {}, "lastUpdateTime") or time_at(
+            workload, "metadata", "creationTimestamp"
+        )
+    return WorkloadState(
+        ready=available > 0,
+        failing=HealthReason.NO_AVAILABLE_REPLICAS if available == 0 else HealthReason.UNAVAILABLE,
+        detail=f"{available}/{desired} available",
+        message=(available_cond or {}).get("message", ""),
+        since=since,
+    )
