@@ -82,8 +82,8 @@ def test_a_root_block_lists_symptoms_in_its_blast_radius_grouped_by_kind() -> No
         "    Kustomization (1)\n"
         "      flux-system/apps  DependencyBlocked\n"
         "    Terraform (2)\n"
-        "      flux-system/eks  StatusStale\n"
-        "      flux-system/vpc  StatusStale\n"
+        "      flux-system/eks   StatusStale\n"
+        "      flux-system/vpc   StatusStale\n"
         "  evidence:\n"
         "    pod: tofu-controller-7kq2p\n"
         "    reason: ImagePullBackOff\n"
@@ -176,3 +176,17 @@ def test_json_is_the_findings_as_to_dict_plus_a_fixed_shape_summary() -> None:
         },
         "load_errors": 1,
     }
+
+
+def test_a_symptom_on_the_roots_own_object_is_noted_on_the_root_not_in_its_blast_radius() -> None:
+    skew = finding(FindingType.REVISION_SKEW, KS_APPS)
+    stuck = finding(FindingType.STUCK_RECONCILING, KS_APPS, root=skew.id)
+    lines = render_text(evaluation(skew, stuck), objects=4).splitlines()
+    assert lines[3:5] == ["  also on this object: StuckReconciling", ""]
+    assert not any("blast radius" in line for line in lines)
+
+
+def test_nothing_loaded_is_not_called_healthy() -> None:
+    assert render_text(evaluation(), objects=0, load_errors=1) == (
+        "No objects were evaluated.\n1 input could not be loaded and was skipped (see stderr).\n"
+    )

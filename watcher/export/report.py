@@ -33,10 +33,13 @@ def render_text(evaluation: Evaluation, *, objects: int, load_errors: int = 0, c
         roots, symptoms = _by_root(evaluation.findings)
         blocks = [_root_block(root, symptoms[root.id], now=evaluation.now, color=color) for root in roots]
         lines = ["\n\n".join(blocks), "", _summary_line(roots, evaluation.findings, objects)]
-    else:
+    elif objects:
         lines = [f"No findings: {objects} objects evaluated, all healthy."]
+    else:
+        lines = ["No objects were evaluated."]
     if load_errors:
-        lines.append(f"{_plural(load_errors, 'input')} could not be loaded and were skipped (see stderr).")
+        verb = "was" if load_errors == 1 else "were"
+        lines.append(f"{_plural(load_errors, 'input')} could not be loaded and {verb} skipped (see stderr).")
     return "\n".join(lines) + "\n"
 
 
@@ -102,7 +105,10 @@ def _root_block(root: Finding, symptoms: list[Finding], *, now: datetime, color:
     since = f"since {rfc3339(root.since)} ({format_age(root.since, now)})" if root.since else "since unknown"
     lines = [f"{severity} {root.type}: {subject}", f"  {since}"]
     lines += _indented(root.message, "  ")
-    lines += _blast_radius(root, symptoms)
+    own = sorted({str(s.type) for s in symptoms if _key(s.subject) == _key(root.subject)})
+    if own:
+        lines.append(f"  also on this object: {', '.join(own)}")
+    lines += _blast_radius(root, [s for s in symptoms if _key(s.subject) != _key(root.subject)])
     if root.evidence:
         lines.append("  evidence:")
         for key, value in root.evidence.items():
@@ -123,9 +129,9 @@ def _blast_radius(root: Finding, symptoms: list[Finding]) -> list[str]:
     for kind, namespace, name in sorted(tags):
         label = f"{namespace}/{name}" if namespace else name
         by_kind[kind].append((label, ", ".join(sorted(tags[kind, namespace, name]))))
+    width = max(len(label) for entries in by_kind.values() for label, _ in entries)
     lines = [f"  blast radius: {_plural(len(tags), 'object')}"]
     for kind, entries in by_kind.items():
-        width = max(len(label) for label, _ in entries)
         lines.append(f"    {kind} ({len(entries)})")
         lines += [f"      {label:<{width}}  {types}".rstrip() for label, types in entries]
     return lines

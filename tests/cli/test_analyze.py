@@ -1,0 +1,302 @@
+"""`stalewatch analyze` end to end: the examples through the real loader, model and report."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+import yaml
+
+from watcher.cli import main
+from watcher.model.types import Finding
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+GOLDEN = Path(__file__).parent / "golden"
+UPDATE_GOLDEN = os.environ.get("STALEWATCH_UPDATE_GOLDEN") == "1"
+NOW = "2026-11-30T12:00:00Z"
+TERRAFORMS = ["eks-cluster", "iam-roles", "rds-postgres", "route53-zones", "s3-artifacts", "vpc"]
+
+
+@pytest.fixture(autouse=True)
+def _plain_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.upper().startswith("STALEWATCH_") and name != "STALEWATCH_UPDATE_GOLDEN":
+            monkeypatch.delenv(name)
+    monkeypatch.delenv("NO_COLOR", raising=False)
+
+
+def analyze_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
+    code = main(["analyze", "--now", NOW, "--output", "json", *args])
+    return code, orjson.loads(capsys.readouterr().out)
+
+
+def key(subject: dict[str, str]) -> tuple[str, str, str]:
+    return subject["kind"], subject["namespace"], subject["name"]
+
+
+def objects_in(directory: Path) -> int:
+    return sum(len(yaml.safe_load(f.read_text())["items"]) for f in directory.glob("*.yaml"))
+
+
+@pytest.mark.parametrize(
+    ("example", "root_id", "subject", "affected", "severity", "exit_code"),
+    [
+        pytest.param(
+            "tofu-controller-down",
+            "ControllerDown/Deployment/flux-system/tofu-controller",
+            ("Deployment", "flux-system", "tofu-controller"),
+            {("Terraform", "flux-system", name) for name in TERRAFORMS}
+            | {
+                ("Kustomization", "flux-system", name)
+                for name in ("infra-terraform", "apps-data", "apps-payments", "ingress-edge")
+            },
+            "critical",
+            1,
+            id="tofu-controller-down-is-one-critical-controller-down",
+        ),
+        pytest.param(
+            "reconciling-left-true",
+            "StuckReconciling/Kustomization/flux-system/monitoring",
+            ("Kustomization", "flux-system", "monitoring"),
+            set(),
+            "warning",
+            0,
+            id="reconciling-left-true-is-stuck-reconciling",
+        ),
+        pytest.param(
+            "sibling-revision-skew",
+            "RevisionSkew/Kustomization/flux-system/deploy-config",
+            ("Kustomization", "flux-system", "deploy-config"),
+            set(),
+            "warning",
+            0,
+            id="sibling-skew-names-the-child-that-failed",
+        ),
+        pytest.param(
+            "helmrelease-ready-workload-failing",
+            "ReleaseReadyWorkloadFailing/HelmRelease/podinfo/podinfo",
+            ("HelmRelease", "podinfo", "podinfo"),
+            {("Deployment", "podinfo", "podinfo"), ("Pod", "podinfo", "podinfo-7c9d8f6b5-qk2lx")},
+            "warning",
+            0,
+            id="ready-helmrelease-with-crash-looping-pod",
+        ),
+    ],
+)
+def test_each_incident_example_has_exactly_its_one_root_cause(
+    capsys: pytest.CaptureFixture[str],
+    example: str,
+    root_id: str,
+    subject: tuple[str, str, str],
+    affected: set[tuple[str, str, str]],
+    severity: str,
+    exit_code: int,
+) -> None:
+    code, report = analyze_json(capsys, str(EXAMPLES / example))
+    roots = [f for f in report["findings"] if f["root_cause"] is None]
+    assert [(r["id"], key(r["subject"]), r["severity"]) for r in roots] == [(root_id, subject, severity)]
+    assert {key(s) for s in roots[0]["affected"]} == affected
+    assert {f["root_cause"] for f in report["findings"] if f["root_cause"] is not None} <= {root_id}
+    assert code == exit_code
+
+
+def test_the_tofu_incidents_symptoms_are_stale_terraforms_and_blocked_kustomizations(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _, report = analyze_json(capsys, str(EXAMPLES / "tofu-controller-down"))
+    by_subject: dict[tuple[str, str, str], set[str]] = {}
+    for f in report["findings"]:
+        if f["root_cause"]:
+            by_subject.setdefault(key(f["subject"]), set()).add(f["type"])
+    for name in TERRAFORMS:
+        assert by_subject[("Terraform", "flux-system", name)] == {"StatusStale"}
+    for name in ("apps-data", "apps-payments", "ingress-edge"):
+        assert by_subject[("Kustomization", "flux-system", name)] == {"DependencyBlocked"}
+
+
+def test_stuck_reconciling_says_ready_true_is_set_too(capsys: pytest.CaptureFixture[str]) -> None:
+    _, report = analyze_json(capsys, str(EXAMPLES / "reconciling-left-true"))
+    assert "Ready=True" in report["findings"][0]["message"]
+
+
+def test_revision_skew_quotes_the_failing_childs_forbidden_message(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _, report = analyze_json(capsys, str(EXAMPLES / "sibling-revision-skew"))
+    root = report["findings"][0]
+    assert "dry-run failed (Forbidden)" in root["message"]
+    assert 'User "system:serviceaccount:flux-system:deploy-config" cannot patch' in root["message"]
+
+
+def test_healthy_cluster_reports_no_findings_and_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["analyze", "--now", NOW, str(EXAMPLES / "healthy")])
+    captured = capsys.readouterr()
+    assert (code, captured.err) == (0, "")
+    assert (
+        captured.out == f"No findings: {objects_in(EXAMPLES / 'healthy')} objects evaluated, all healthy.\n"
+    )
+
+
+def test_tofu_report_text_matches_golden(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["analyze", "--now", NOW, str(EXAMPLES / "tofu-controller-down")])
+    text = capsys.readouterr().out
+    golden = GOLDEN / "tofu-controller-down.txt"
+    if UPDATE_GOLDEN:
+        golden.write_text(text)
+    assert text == golden.read_text()
+    assert code == 1
+
+
+def test_json_output_is_exactly_the_finding_fields_and_a_summary(capsys: pytest.CaptureFixture[str]) -> None:
+    _, report = analyze_json(capsys, str(EXAMPLES / "tofu-controller-down"))
+    assert set(report) == {"findings", "summary"}
+    fields = {f.name for f in dataclasses.fields(Finding)}
+    assert all(set(finding) == fields for finding in report["findings"])
+    summary = report["summary"]
+    assert set(summary) == {"now", "objects", "findings", "roots", "by_severity", "by_type", "load_errors"}
+    assert (summary["now"], summary["roots"], summary["load_errors"]) == (NOW, 1, 0)
+    assert summary["objects"] == objects_in(EXAMPLES / "tofu-controller-down")
+    assert summary["findings"] == len(report["findings"]) == sum(summary["by_type"].values())
+    assert summary["by_severity"]["critical"] == 1
+
+
+def test_bad_input_exits_2_but_still_reports_the_good_objects(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    snapshot = shutil.copytree(EXAMPLES / "tofu-controller-down", tmp_path / "snapshot")
+    (snapshot / "broken.yaml").write_text("kind: [unclosed\n")
+    bad_condition = {
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+        "kind": "Kustomization",
+        "metadata": {"name": "odd", "namespace": "flux-system"},
+        "status": {"conditions": "Ready"},
+    }
+    (snapshot / "odd.json").write_bytes(orjson.dumps(bad_condition))
+    code = main(["analyze", "--now", NOW, str(snapshot)])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert captured.out.startswith("CRITICAL ControllerDown: Deployment flux-system/tofu-controller\n")
+    assert captured.out.endswith("2 inputs could not be loaded and were skipped (see stderr).\n")
+    assert captured.err.splitlines() == [
+        f"stalewatch: {snapshot}/broken.yaml: not valid YAML: line 2, column 1: "
+        "did not find expected ',' or ']'",
+        f"stalewatch: {snapshot}/odd.json: Kustomization flux-system/odd: status.conditions is not a list",
+    ]
+
+
+def test_a_missing_path_exits_2_naming_it(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["analyze", "--now", NOW, "no/such/snapshot.yaml"])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert captured.err == "stalewatch: no/such/snapshot.yaml: no such file or directory\n"
+    assert (
+        captured.out
+        == "No objects were evaluated.\n1 input could not be loaded and was skipped (see stderr).\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "now",
+    [
+        pytest.param("yesterday", id="not-a-time"),
+        pytest.param("2026-11-30T12:00:00", id="no-zone"),
+        pytest.param("2026-11-30", id="date-only"),
+        pytest.param("2026-13-01T00:00:00Z", id="month-13"),
+    ],
+)
+def test_a_bad_now_exits_2_with_the_expected_form(capsys: pytest.CaptureFixture[str], now: str) -> None:
+    code = main(["analyze", "--now", now, str(EXAMPLES / "healthy")])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert captured.err.splitlines()[-1] == (
+        "stalewatch analyze: error: argument --now: expected an RFC 3339 time with a zone, "
+        f"e.g. 2026-11-30T12:00:00Z; got {now!r}"
+    )
+    assert captured.out == ""
+
+
+def test_now_with_an_offset_is_the_same_instant(capsys: pytest.CaptureFixture[str]) -> None:
+    _, report = analyze_json(capsys, "--now", "2026-11-30T13:00:00+01:00", str(EXAMPLES / "healthy"))
+    assert report["summary"]["now"] == NOW
+
+
+def test_a_severity_override_decides_the_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
+    code, report = analyze_json(
+        capsys, "--set", "severities.ControllerDown=warning", str(EXAMPLES / "tofu-controller-down")
+    )
+    assert (code, report["findings"][0]["severity"]) == (0, "warning")
+
+
+def test_excluded_namespaces_are_not_evaluated(capsys: pytest.CaptureFixture[str]) -> None:
+    example = EXAMPLES / "helmrelease-ready-workload-failing"
+    code, report = analyze_json(capsys, "--set", "exclude_namespaces=podinfo", str(example))
+    assert (code, report["findings"]) == (0, [])
+    assert (
+        report["summary"]["objects"] == objects_in(example) - 7
+    )  # the HelmRelease, Deployment, 2 RS, 3 pods
+
+
+def test_a_bad_config_exits_2_before_reading_any_snapshot(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "stalewatch.yaml"
+    config.write_text("thresholds:\n  revision_skew: soon\n")
+    code = main(["analyze", "--config", str(config), str(EXAMPLES / "healthy")])
+    captured = capsys.readouterr()
+    assert (code, captured.out) == (2, "")
+    assert captured.err == (
+        "config: thresholds.revision_skew: expected a duration such as 90s, 10m or 1h30m "
+        "(units h, m, s, ms), or a number of seconds; got 'soon'\n"
+    )
+
+
+class FakeTerminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(
+    ("no_color", "coloured"),
+    [
+        pytest.param(None, True, id="terminal-gets-colour"),
+        pytest.param("1", False, id="NO_COLOR-turns-it-off"),
+    ],
+)
+def test_colour_only_on_a_terminal_without_no_color(
+    monkeypatch: pytest.MonkeyPatch, no_color: str | None, coloured: bool
+) -> None:
+    if no_color:
+        monkeypatch.setenv("NO_COLOR", no_color)
+    terminal = FakeTerminal()
+    monkeypatch.setattr(sys, "stdout", terminal)
+    main(["analyze", "--now", NOW, str(EXAMPLES / "reconciling-left-true")])
+    assert ("\x1b[" in terminal.getvalue()) is coloured
+
+
+def test_python_dash_m_watcher_help_works() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "watcher", "--help"], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0
+    assert "analyze" in result.stdout
+    assert "config" in result.stdout
+
+
+def test_analyze_as_a_separate_process_prints_the_golden_report_and_exits_1() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "watcher", "analyze", "--now", NOW, str(EXAMPLES / "tofu-controller-down")],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={k: v for k, v in os.environ.items() if not k.startswith("STALEWATCH_")},
+    )
+    assert (result.returncode, result.stderr) == (1, "")
+    assert result.stdout == (GOLDEN / "tofu-controller-down.txt").read_text()
