@@ -367,8 +367,9 @@ def format_validation_error(error: ValidationError) -> str:
             message = "unknown setting" + (f"; known: {', '.join(known)}" if known else "")
         else:
             message = str(detail["msg"]).removeprefix("Value error, ").replace("Field required", "required")
-            if detail["type"] not in ("value_error", "missing") and not isinstance(detail["input"], dict):
-                message += f" (got {detail['input']!r})"
+            if detail["type"] not in ("value_error", "missing"):
+                got = repr(detail["input"])
+                message += f" (got {got if len(got) <= 60 else got[:59] + '…'})"
         lines.append(f"config: {where}: {message}")
     return "\n".join(lines)
 

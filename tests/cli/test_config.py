@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from watcher.cli import main
 from watcher.config import (
     ConfigError,
     Settings,
@@ -293,3 +294,262 @@ def test_bad_set_options_name_the_option(assignments: list[str], message: str) -
     with pytest.raises(ConfigError) as caught:
         parse_set_options(assignments)
     assert str(caught.value) == message
+
+
+DURATION = "expected a duration such as 90s, 10m or 1h30m (units h, m, s, ms), or a number of seconds"
+FINDING_TYPES = ", ".join(FindingType)
+TOP_LEVEL = (
+    "thresholds, severities, include_namespaces, exclude_namespaces, controllers, listen, kubeconfig, "
+    "context, log_level, log_format, otel_exporter"
+)
+LISTEN = "expected [HOST]:PORT such as ':8080', '127.0.0.1:9090' or '[::1]:8080'"
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        pytest.param(
+            {"thresholds": {"revision_skew": "10x"}},
+            f"config: thresholds.revision_skew: {DURATION}; got '10x'",
+            id="threshold-not-a-duration",
+        ),
+        pytest.param(
+            {"thresholds": {"retry_loop": "-5m"}},
+            f"config: thresholds.retry_loop: {DURATION}; got '-5m'",
+            id="threshold-negative",
+        ),
+        pytest.param(
+            {"thresholds": {"stuck_reconciling_interval_factor": 0}},
+            "config: thresholds.stuck_reconciling_interval_factor: Input should be greater than 0 (got 0)",
+            id="factor-not-positive",
+        ),
+        pytest.param(
+            {"thresholds": {"stuck_reconciling_interval_factor": "thrice"}},
+            "config: thresholds.stuck_reconciling_interval_factor: Input should be a valid number, "
+            "unable to parse string as a number (got 'thrice')",
+            id="factor-not-a-number",
+        ),
+        pytest.param(
+            {"thresholds": {"revison_skew": "5m"}},
+            "config: thresholds.revison_skew: unknown setting; known: "
+            + ", ".join(f.name for f in dataclasses.fields(Thresholds)),
+            id="unknown-threshold",
+        ),
+        pytest.param(
+            {"thresholds": ["5m"]},
+            "config: thresholds: Input should be a valid dictionary or instance of ThresholdSettings "
+            "(got ['5m'])",
+            id="thresholds-not-a-mapping",
+        ),
+        pytest.param(
+            {"severities": {"ControllerBroken": "critical"}},
+            f"config: severities: unknown finding type 'ControllerBroken'; known: {FINDING_TYPES}",
+            id="severity-for-unknown-finding-type",
+        ),
+        pytest.param(
+            {"severities": {"StatusStale": "page"}},
+            "config: severities.StatusStale: Input should be 'critical', 'warning' or 'info' (got 'page')",
+            id="unknown-severity",
+        ),
+        pytest.param(
+            {"include_namespaces": ["flux_system"]},
+            "config: include_namespaces: 'flux_system' is not a namespace name "
+            "(lowercase letters, digits and '-', 1-63)",
+            id="bad-namespace-name",
+        ),
+        pytest.param(
+            {"exclude_namespaces": {"kube-system": True}},
+            "config: exclude_namespaces: Input should be a valid list (got {'kube-system': True})",
+            id="namespaces-not-a-list",
+        ),
+        pytest.param(
+            {"controllers": [{"name": "crossplane"}]},
+            "config: controllers[0].groups: required",
+            id="controller-without-groups",
+        ),
+        pytest.param(
+            {"controllers": [{"name": "crossplane", "groups": []}]},
+            "config: controllers[0].groups: List should have at least 1 item after validation, not 0 "
+            "(got [])",
+            id="controller-with-empty-groups",
+        ),
+        pytest.param(
+            {"controllers": [{"name": "x", "groups": ["a"], "leases": "y"}]},
+            "config: controllers[0].leases: unknown setting; known: "
+            "name, namespace, selector, groups, kinds, lease, lease_namespace",
+            id="unknown-controller-field",
+        ),
+        pytest.param(
+            {"controllers": [{"name": "x", "groups": ["a"], "selector": {"app": 1}}]},
+            "config: controllers[0].selector.app: Input should be a valid string (got 1)",
+            id="selector-value-not-a-string",
+        ),
+        pytest.param(
+            {"controllers": {"name": "x"}},
+            "config: controllers: Input should be a valid list (got {'name': 'x'})",
+            id="controllers-not-a-list",
+        ),
+        pytest.param(
+            {"listen": "8080"},
+            f"config: listen: {LISTEN}; got '8080'",
+            id="listen-without-colon",
+        ),
+        pytest.param(
+            {"listen": ":70000"},
+            f"config: listen: {LISTEN}; got ':70000'",
+            id="listen-port-out-of-range",
+        ),
+        pytest.param(
+            {"kubeconfig": ["a", "b"]},
+            "config: kubeconfig: Input should be a valid string (got ['a', 'b'])",
+            id="kubeconfig-not-a-path",
+        ),
+        pytest.param(
+            {"log_level": "verbose"},
+            "config: log_level: Input should be 'debug', 'info', 'warning' or 'error' (got 'verbose')",
+            id="unknown-log-level",
+        ),
+        pytest.param(
+            {"log_format": "logfmt"},
+            "config: log_format: Input should be 'json' or 'text' (got 'logfmt')",
+            id="unknown-log-format",
+        ),
+        pytest.param(
+            {"otel_exporter": "jaeger"},
+            "config: otel_exporter: Input should be 'none', 'console' or 'otlp' (got 'jaeger')",
+            id="unknown-otel-exporter",
+        ),
+        pytest.param(
+            {"listen_address": ":8080"},
+            f"config: listen_address: unknown setting; known: {TOP_LEVEL}",
+            id="unknown-setting",
+        ),
+        pytest.param(
+            {"log_level": "loud", "log_format": "xml"},
+            "config: log_level: Input should be 'debug', 'info', 'warning' or 'error' (got 'loud')\n"
+            "config: log_format: Input should be 'json' or 'text' (got 'xml')",
+            id="one-line-per-bad-setting",
+        ),
+    ],
+)
+def test_every_invalid_setting_exits_2_with_one_line_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], config: dict[str, Any], message: str
+) -> None:
+    code = main(["config", "show", "--config", str(write_config(tmp_path, config))])
+    captured = capsys.readouterr()
+    assert (code, captured.out, captured.err) == (2, "", message + "\n")
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        pytest.param(lambda d: d / "missing.yaml", "config: {path}: no such file", id="missing-file"),
+        pytest.param(lambda d: d, "config: {path}: is a directory, expected a YAML file", id="directory"),
+        pytest.param(
+            lambda d: _file(d, "thresholds: [unclosed\n"),
+            "config: {path}: not valid YAML: line 2, column 1: did not find expected ',' or ']'",
+            id="not-yaml",
+        ),
+        pytest.param(
+            lambda d: _file(d, "- listen: ':8080'\n"),
+            "config: {path}: expected a mapping of settings, got list",
+            id="not-a-mapping",
+        ),
+        pytest.param(
+            lambda d: _file(d, "# " + "x" * (1024 * 1024)),
+            "config: {path}: file is 1048578 bytes, larger than the 1 MiB limit",
+            id="too-big",
+        ),
+    ],
+)
+def test_an_unusable_config_file_exits_2_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], make: Any, message: str
+) -> None:
+    path = make(tmp_path)
+    code = main(["config", "show", "--config", str(path)])
+    captured = capsys.readouterr()
+    assert (code, captured.out, captured.err) == (2, "", message.format(path=path) + "\n")
+
+
+def _file(directory: Path, text: str) -> Path:
+    path = directory / "stalewatch.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_an_environment_variable_that_is_not_json_exits_2_naming_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("STALEWATCH_CONTROLLERS", "[{name: crossplane")
+    code = main(["config", "show"])
+    assert (code, capsys.readouterr().err) == (
+        2,
+        "config: controllers: STALEWATCH_CONTROLLERS is not valid JSON\n",
+    )
+
+
+def test_an_invalid_environment_value_is_named_like_the_setting(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("STALEWATCH_THRESHOLDS__REVISION_SKEW", "later")
+    code = main(["config", "show"])
+    assert (code, capsys.readouterr().err) == (
+        2,
+        f"config: thresholds.revision_skew: {DURATION}; got 'later'\n",
+    )
+
+
+def test_a_malformed_set_option_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["config", "show", "--set", "log_level"])
+    assert (code, capsys.readouterr().err) == (
+        2,
+        "config: --set 'log_level': expected KEY=VALUE, e.g. log_level=debug\n",
+    )
+
+
+def test_config_show_prints_the_effective_configuration_as_yaml(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["config", "show", "--set", "thresholds.revision_skew=90s"]) == 0
+    shown = yaml.safe_load(capsys.readouterr().out)
+    assert shown["thresholds"]["revision_skew"] == "1m30s"
+    assert shown["thresholds"]["stuck_reconciling_min"] == "10m"
+    assert shown["severities"] == {str(t): str(s) for t, s in DEFAULT_SEVERITIES.items()}
+    assert [c["name"] for c in shown["controllers"]] == [c.name for c in DEFAULT_CONTROLLERS]
+    assert (shown["listen"], shown["log_level"], shown["log_format"], shown["otel_exporter"]) == (
+        ":8080",
+        "info",
+        "text",
+        "none",
+    )
+
+
+def test_config_show_output_fed_back_as_the_config_file_reproduces_itself(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    main(
+        [
+            "config",
+            "show",
+            "--set",
+            "thresholds.retry_loop=1h30m",
+            "--set",
+            "controllers=[{name: tofu-controller, namespace: tofu, groups: [infra.contrib.fluxcd.io]}]",
+            "--set",
+            "exclude_namespaces=kube-system,kube-public",
+        ]
+    )
+    first = capsys.readouterr().out
+    saved = tmp_path / "effective.yaml"
+    saved.write_text(first)
+    assert main(["config", "show", "--config", str(saved)]) == 0
+    assert capsys.readouterr().out == first
+
+
+def test_config_show_applies_flag_over_env_over_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config_file = write_config(tmp_path, {"log_level": "debug", "log_format": "json", "listen": ":9000"})
+    monkeypatch.setenv("STALEWATCH_LOG_LEVEL", "warning")
+    monkeypatch.setenv("STALEWATCH_LOG_FORMAT", "text")
+    main(["config", "show", "--config", str(config_file), "--set", "log_level=error"])
+    shown = yaml.safe_load(capsys.readouterr().out)
+    assert (shown["log_level"], shown["log_format"], shown["listen"]) == ("error", "text", ":9000")
