@@ -5,6 +5,7 @@ from __future__ import annotations
 from tests.model.builders import (
     MIN,
     SHA_N,
+    SHA_N1,
     Obj,
     cond,
     deployment,
@@ -149,3 +150,136 @@ def test_healthy_cluster_has_no_findings() -> None:
     assert evaluation.findings == []
     assert len(evaluation.controllers) == 4
     assert all(c.up for c in evaluation.controllers)
+
+
+def test_reconciling_left_true_with_ready_is_one_stuck_reconciling_root_saying_ready_is_true() -> None:
+    forgot = kustomization(
+        "apps",
+        conditions=[
+            cond(
+                "Ready",
+                "True",
+                "ReconciliationSucceeded",
+                f"Applied revision: main@sha1:{SHA_N}",
+                ago=50 * MIN,
+            ),
+            cond("Reconciling", "True", "Progressing", "Reconciliation in progress", ago=45 * MIN),
+        ],
+    )
+
+    evaluation = run(flux(), git_repository(), forgot)
+
+    [root] = evaluation.roots
+    assert root.id == "StuckReconciling/Kustomization/flux-system/apps"
+    assert "It also says Ready=True: the controller finished but never cleared Reconciling" in root.message
+    assert root.affected == []
+    assert evaluation.findings == [root]
+
+
+DRY_RUN_FORBIDDEN = (
+    'Deployment/apps/config dry-run failed (Forbidden): deployments.apps "config" is forbidden: '
+    'User "system:serviceaccount:flux-system:kustomize-controller" cannot patch resource "deployments" '
+    'in API group "apps" in the namespace "apps"'
+)
+
+
+def test_child_failing_to_apply_the_new_revision_is_one_revision_skew_root_with_its_message() -> None:
+    children = [
+        "flux-system_deploy-apps_kustomize.toolkit.fluxcd.io_Kustomization",
+        "flux-system_deploy-config_kustomize.toolkit.fluxcd.io_Kustomization",
+    ]
+    evaluation = run(
+        flux(),
+        git_repository(revision=f"main@sha1:{SHA_N}", updated=30 * MIN),
+        kustomization("flux-system", inventory=children),
+        kustomization("deploy-apps", applied=f"main@sha1:{SHA_N}"),
+        kustomization(
+            "deploy-config",
+            applied=f"main@sha1:{SHA_N1}",
+            attempted=f"main@sha1:{SHA_N}",
+            conditions=[
+                cond("Ready", "False", "ReconciliationFailed", DRY_RUN_FORBIDDEN, ago=29 * MIN),
+                cond(
+                    "Reconciling", "True", "ProgressingWithRetry", "Reconciliation in progress", ago=29 * MIN
+                ),
+            ],
+        ),
+    )
+
+    [root] = evaluation.roots
+    assert root.id == "RevisionSkew/Kustomization/flux-system/deploy-config"
+    assert DRY_RUN_FORBIDDEN in root.message
+    assert "Kustomization flux-system/deploy-apps" in root.message
+    assert root.evidence["applied_revision"] == f"main@sha1:{SHA_N1}"
+    assert root.evidence["source_revision"] == f"main@sha1:{SHA_N}"
+
+
+def test_helm_release_ready_while_its_new_pod_crash_loops_is_one_release_root() -> None:
+    image = "ghcr.io/stefanprodan/podinfo:6.5.1"
+    helm_labels = {"helm.toolkit.fluxcd.io/name": "podinfo", "helm.toolkit.fluxcd.io/namespace": "apps"}
+    rolling = deployment(
+        "podinfo",
+        "apps",
+        image=image,
+        labels=helm_labels,
+        conditions=[
+            cond(
+                "Available",
+                "True",
+                "MinimumReplicasAvailable",
+                "Deployment has minimum availability.",
+                ago=300 * MIN,
+            ),
+            cond(
+                "Progressing",
+                "True",
+                "ReplicaSetUpdated",
+                'ReplicaSet "podinfo-7d9f" is progressing.',
+                ago=20 * MIN,
+            ),
+        ],
+    )
+    evaluation = run(
+        flux(),
+        helm_chart("apps-podinfo", "apps", version="6.5.1"),
+        helm_release("podinfo", "apps", chart_version="6.5.1"),
+        rolling,
+        pod(
+            "podinfo-5c6d-old01",
+            "apps",
+            app="podinfo",
+            template_hash="5c6d",
+            image="ghcr.io/stefanprodan/podinfo:6.5.0",
+            created=300 * MIN,
+        ),
+        pod(
+            "podinfo-7d9f-new01",
+            "apps",
+            app="podinfo",
+            image=image,
+            ready=False,
+            waiting="CrashLoopBackOff",
+            waiting_message="back-off 5m0s restarting failed container=podinfo",
+            restarts=7,
+            last_terminated="Error",
+            created=20 * MIN,
+        ),
+        event(
+            "podinfo-7d9f-new01.17c2b",
+            "apps",
+            kind="Pod",
+            involved="podinfo-7d9f-new01",
+            reason="BackOff",
+            message="Back-off restarting failed container podinfo",
+            count=80,
+            first=19 * MIN,
+            last=MIN,
+        ),
+    )
+
+    [root] = evaluation.roots
+    assert root.id == "ReleaseReadyWorkloadFailing/HelmRelease/apps/podinfo"
+    assert names(root.affected) == {"Pod/apps/podinfo-7d9f-new01"}
+    pod_finding = next(f for f in evaluation.findings if f.type is FindingType.WORKLOAD_UNHEALTHY)
+    assert pod_finding.root_cause == root.id
+    assert "CrashLoopBackOff" in root.message

@@ -35,7 +35,8 @@ from watcher.model.objects import (
     subject_of,
     transition,
 )
-from watcher.model.rules import FLUX_GROUPS, dependencies, describe_state
+from watcher.model.revisions import same_revision
+from watcher.model.rules import FLUX_GROUPS, applied_revision, dependencies, describe_state, source_key
 from watcher.model.types import Finding, FindingType, ModelConfig, Severity, Subject, rfc3339
 from watcher.model.workloads import pod_state, workload_state
 
@@ -134,6 +135,7 @@ def correlate(
     _releases(run, own_pods)
     _dependencies(run)
     _crd_links(run)
+    _skew_siblings(run)
     return _finish(run)
 
 
@@ -352,6 +354,31 @@ def _unexplained_block(run: _Pass, finding: Finding, waited: Sequence[Key]) -> N
         finding.message += (
             f" Nothing it waits on shows a problem, yet it has waited since {rfc3339(finding.since)}."
         )
+
+
+SIBLINGS_SHOWN = 3
+
+
+def _skew_siblings(run: _Pass) -> None:
+    """Name objects on the same source that already run the revision a lagging one does not."""
+    for finding in [f for f in run.found.values() if f.type is FindingType.REVISION_SKEW]:
+        obj = run.store.get(key_of_subject(finding.subject))
+        source = source_key(obj) if obj is not None else None
+        target = finding.evidence.get("source_revision") or finding.evidence.get("attempted_revision", "")
+        if source is None or not target:
+            continue
+        ahead = []
+        for sibling in sorted(run.store.referrers("source", source) - {key_of_subject(finding.subject)}):
+            other = run.store.get(sibling)
+            if other is not None and same_revision(applied_revision(other), target):
+                ahead.append(sibling)
+                if len(ahead) == SIBLINGS_SHOWN:
+                    break
+        if ahead:
+            finding.evidence["siblings_on_revision"] = [f"{k.kind}/{k.namespace}/{k.name}" for k in ahead]
+            finding.message += (
+                f" Already on it from the same source: {', '.join(describe(k) for k in ahead)}."
+            )
 
 
 def _crd_links(run: _Pass) -> None:

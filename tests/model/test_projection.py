@@ -1,0 +1,234 @@
+"""project(): keeps what the model reads, drops the rest, names the field when unusable."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+import pytest
+
+from tests.model.builders import (
+    MIN,
+    cond,
+    deployment,
+    git_repository,
+    helm_release,
+    kustomization,
+    lease,
+    pod,
+)
+from watcher.model.projection import MESSAGE_LIMIT, MalformedObject, project
+
+Obj = dict[str, Any]
+
+
+def test_typical_pod_projection_is_under_two_kib_as_json() -> None:
+    raw = pod(
+        "podinfo-7d9f-x2x4z",
+        "apps",
+        app="podinfo",
+        ready=False,
+        waiting="CrashLoopBackOff",
+        waiting_message="back-off 5m0s restarting failed container",
+        restarts=7,
+        last_terminated="OOMKilled",
+    )
+    raw["metadata"]["managedFields"] = [
+        {"manager": "kubelet", "operation": "Update", "fieldsV1": {"f:status": {}}}
+    ]
+
+    projected = project(raw)
+
+    assert len(orjson.dumps(projected)) <= 2048
+    assert "managedFields" not in projected["metadata"]
+    assert [c["type"] for c in projected["status"]["conditions"]] == ["Ready", "PodScheduled"]
+    assert projected["status"]["containerStatuses"][0]["lastState"]["terminated"]["reason"] == "OOMKilled"
+
+
+def test_kustomization_keeps_the_fields_the_rules_read() -> None:
+    raw = kustomization(
+        "apps", depends_on=["infra"], inventory=["apps_web_apps_Deployment"], requested_at="2024-05-01"
+    )
+    raw["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"] = "{...}"
+
+    projected = project(raw)
+
+    assert projected["spec"]["sourceRef"] == {"kind": "GitRepository", "name": "flux-system"}
+    assert projected["spec"]["dependsOn"] == [{"name": "infra"}]
+    assert projected["status"]["inventory"]["entries"] == [{"id": "apps_web_apps_Deployment", "v": "v1"}]
+    assert projected["metadata"]["annotations"] == {"reconcile.fluxcd.io/requestedAt": "2024-05-01"}
+    assert "path" not in projected["spec"]
+
+
+def test_helm_release_history_and_source_artifact_are_kept() -> None:
+    release, source = project(helm_release("podinfo", "apps")), project(git_repository())
+
+    assert release["status"]["history"][0]["chartVersion"] == "6.5.0"
+    assert release["status"]["helmChart"] == "apps/apps-podinfo"
+    assert set(source["status"]["artifact"]) == {"revision", "digest", "lastUpdateTime"}
+
+
+def test_lease_keeps_holder_duration_and_renew_time() -> None:
+    projected = project(lease("kustomize-controller-leader-election", holder="kc-1_abc", renewed=MIN))
+
+    assert set(projected["spec"]) == {
+        "holderIdentity",
+        "leaseDurationSeconds",
+        "renewTime",
+        "acquireTime",
+        "leaseTransitions",
+    }
+
+
+def test_secret_data_is_never_kept() -> None:
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "s", "namespace": "n"},
+        "data": {"k": "c2VjcmV0"},
+    }
+
+    assert project(secret) == {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "s", "namespace": "n"},
+    }
+
+
+def test_long_condition_messages_are_truncated() -> None:
+    raw = kustomization("apps", conditions=[cond("Ready", "False", "BuildFailed", "x" * 50_000)])
+
+    message = project(raw)["status"]["conditions"][0]["message"]
+
+    assert len(message) == MESSAGE_LIMIT
+    assert message.endswith("…")
+
+
+def test_yaml_parsed_timestamps_are_spelled_as_rfc3339() -> None:
+    raw = kustomization("apps")
+    raw["status"]["conditions"][0]["lastTransitionTime"] = datetime(2024, 5, 1, 11, 0, tzinfo=UTC)
+
+    assert project(raw)["status"]["conditions"][0]["lastTransitionTime"] == "2024-05-01T11:00:00Z"
+
+
+def test_events_v1_fields_are_read_under_core_v1_names() -> None:
+    raw = {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": "e", "namespace": "apps"},
+        "regarding": {"kind": "Pod", "name": "web-1", "namespace": "apps"},
+        "note": "Back-off restarting failed container",
+        "reason": "BackOff",
+        "type": "Warning",
+        "deprecatedCount": 5,
+        "series": {"count": 9, "lastObservedTime": "2024-05-01T11:59:00.000000Z"},
+    }
+
+    projected = project(raw)
+
+    assert projected["involvedObject"] == {"kind": "Pod", "name": "web-1", "namespace": "apps"}
+    assert projected["message"] == "Back-off restarting failed container"
+    assert projected["count"] == 5
+    assert projected["series"]["count"] == 9
+
+
+LENIENT = [
+    pytest.param(
+        ["status", "conditions"],
+        [{"type": "Ready"}, cond("Reconciling", "True")],
+        ["Reconciling"],
+        id="condition-without-status-is-dropped",
+    ),
+    pytest.param(
+        ["metadata", "labels"],
+        {"app": "web", "weird": 3},
+        {"app": "web"},
+        id="non-string-label-value-is-dropped",
+    ),
+    pytest.param(["spec", "replicas"], "three", None, id="non-integer-replicas-is-dropped"),
+    pytest.param(["metadata", "creationTimestamp"], "yesterday", None, id="unparseable-timestamp-is-dropped"),
+    pytest.param(["status", "availableReplicas"], True, None, id="boolean-is-not-an-integer"),
+]
+
+
+@pytest.mark.parametrize(("path", "value", "kept"), LENIENT)
+def test_minor_oddities_are_dropped_and_the_object_kept(path: list[str], value: Any, kept: Any) -> None:
+    raw = deployment("web", "apps", conditions=[])
+    raw.setdefault(path[0], {})[path[1]] = value
+
+    section = project(raw).get(path[0], {})
+
+    if isinstance(kept, list):
+        assert [c["type"] for c in section[path[1]]] == kept
+    else:
+        assert section.get(path[1]) == kept
+
+
+def _with(path: list[str], value: Any) -> Obj:
+    raw = kustomization("apps")
+    target = raw
+    for step in path[:-1]:
+        target = target.setdefault(step, {})
+    target[path[-1]] = value
+    return raw
+
+
+MALFORMED = [
+    pytest.param({"apiVersion": "v1", "metadata": {"name": "x"}}, "object has no kind", id="no-kind"),
+    pytest.param(
+        {"kind": "Pod", "metadata": {"name": "x"}}, "Pod: object has no apiVersion", id="no-api-version"
+    ),
+    pytest.param(
+        {"kind": "Pod", "apiVersion": "v1", "metadata": {}}, "Pod: object has no metadata.name", id="no-name"
+    ),
+    pytest.param(
+        _with(["metadata", "generation"], "2"),
+        "Kustomization flux-system/apps: metadata.generation is not an integer",
+        id="generation-not-integer",
+    ),
+    pytest.param(
+        _with(["status", "observedGeneration"], 1.5),
+        "Kustomization flux-system/apps: status.observedGeneration is not an integer",
+        id="observed-generation-not-integer",
+    ),
+    pytest.param(
+        _with(["status", "conditions"], {"type": "Ready"}),
+        "Kustomization flux-system/apps: status.conditions is not a list",
+        id="conditions-not-a-list",
+    ),
+    pytest.param(
+        _with(["status", "conditions"], ["Ready"]),
+        "Kustomization flux-system/apps: status.conditions[0] is not an object",
+        id="condition-not-a-mapping",
+    ),
+    pytest.param(
+        _with(["status", "conditions"], [cond("Ready")] * 65),
+        "Kustomization flux-system/apps: status.conditions has 65 entries (more than 64)",
+        id="too-many-conditions",
+    ),
+    pytest.param(
+        _with(["metadata", "name"], "n" * 300),
+        "Kustomization flux-system/" + "n" * 300 + ": metadata.name is longer than 253 characters",
+        id="name-too-long",
+    ),
+    pytest.param(
+        _with(["metadata", "namespace"], 7),
+        "Kustomization 7/apps: metadata.namespace is not a string",
+        id="namespace-not-a-string",
+    ),
+]
+
+
+@pytest.mark.parametrize(("raw", "message"), MALFORMED)
+def test_unusable_object_raises_one_line_naming_the_field(raw: Obj, message: str) -> None:
+    with pytest.raises(MalformedObject) as raised:
+        project(raw)
+
+    assert str(raised.value) == message
+    assert "\n" not in str(raised.value)
+
+
+def test_non_mapping_input_is_malformed() -> None:
+    with pytest.raises(MalformedObject, match="object is not a mapping"):
+        project(["not", "an", "object"])  # type: ignore[arg-type]
