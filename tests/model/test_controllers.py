@@ -12,7 +12,6 @@ from tests.model.builders import (
     NOW,
     SEC,
     Obj,
-    controller,
     deployment,
     git_repository,
     kustomization,
