@@ -115,9 +115,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     try:
         code: int = args.handler(args)
+        sys.stdout.flush()
     except ConfigError as error:
         print(error, file=sys.stderr)
         return EXIT_BAD_INPUT
+    except BrokenPipeError:  # `stalewatch analyze ... | head`: the reader left, which is not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     return code
 
 

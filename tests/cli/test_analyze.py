@@ -300,3 +300,15 @@ def test_analyze_as_a_separate_process_prints_the_golden_report_and_exits_1() ->
     )
     assert (result.returncode, result.stderr) == (1, "")
     assert result.stdout == (GOLDEN / "tofu-controller-down.txt").read_text()
+
+
+def test_a_reader_that_goes_away_is_not_a_traceback() -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "watcher", "analyze", "--now", NOW, str(EXAMPLES / "tofu-controller-down")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdout is not None
+    process.stdout.close()  # like `| head` exiting before stalewatch writes
+    _, stderr = process.communicate()
+    assert (process.returncode, stderr) == (0, b"")
