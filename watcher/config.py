@@ -103,7 +103,10 @@ def _split_list(value: object) -> object:
     if isinstance(value, str):
         text = value.strip()
         if text.startswith("["):
-            return yaml.safe_load(text)
+            try:
+                return yaml.safe_load(text)
+            except yaml.YAMLError as error:
+                raise ValueError(f"not a valid list: {yaml_problem(error)}") from None
         return [part.strip() for part in text.split(",") if part.strip()]
     return value
 
@@ -323,7 +326,7 @@ def read_config_file(path: Path) -> dict[str, Any]:
     try:
         data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as error:
-        raise ConfigError(f"config: {path}: not valid YAML: {_yaml_problem(error)}") from None
+        raise ConfigError(f"config: {path}: not valid YAML: {yaml_problem(error)}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -344,7 +347,7 @@ def parse_set_options(assignments: Sequence[str]) -> dict[str, Any]:
             try:
                 value = yaml.safe_load(raw)
             except yaml.YAMLError as error:
-                raise ConfigError(f"config: --set {key}: not valid YAML: {_yaml_problem(error)}") from None
+                raise ConfigError(f"config: --set {key}: not valid YAML: {yaml_problem(error)}") from None
         *parents, leaf = key.strip().split(".")
         node = overrides
         for part in parents:
@@ -395,11 +398,11 @@ def _is_model(annotation: object) -> bool:
 def _settings_error_message(error: SettingsError) -> str:
     """pydantic-settings says 'error parsing value for field "x" from source "EnvSettingsSource"'."""
     match = re.search(r'field "([^"]+)"', str(error))
-    field = match[1] if match else "environment"
-    return f"{field}: STALEWATCH_{field.upper()} is not valid JSON"
+    return f"{match[1]}: STALEWATCH_{match[1].upper()} is not valid JSON" if match else str(error)
 
 
-def _yaml_problem(error: yaml.YAMLError) -> str:
+def yaml_problem(error: yaml.YAMLError) -> str:
+    """Where and what, for a YAML syntax error: "line 3, column 1: did not find expected ','"."""
     mark = getattr(error, "problem_mark", None)
     problem = getattr(error, "problem", None) or str(error)
     if mark is None:

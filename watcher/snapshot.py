@@ -26,6 +26,7 @@ from typing import Any, BinaryIO
 import orjson
 import yaml
 
+from watcher.config import yaml_problem
 from watcher.model.projection import MalformedObject, project
 
 try:
@@ -228,7 +229,7 @@ def _yaml_documents(data: bytes) -> tuple[list[object], str | None]:
     except UnicodeDecodeError as error:
         return documents, f"not UTF-8 text: {error}"
     except yaml.YAMLError as error:
-        return documents, f"not valid YAML: {_yaml_problem(error)}"
+        return documents, f"not valid YAML: {yaml_problem(error)}"
     return documents, None
 
 
@@ -275,9 +276,3 @@ def _type(value: object) -> str:
         float: "a number",
     }
     return "null" if value is None else names.get(type(value), f"a {type(value).__name__}")
-
-
-def _yaml_problem(error: yaml.YAMLError) -> str:
-    mark = getattr(error, "problem_mark", None)
-    problem = getattr(error, "problem", None) or str(error)
-    return f"line {mark.line + 1}, column {mark.column + 1}: {problem}" if mark else str(problem)

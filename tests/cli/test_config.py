@@ -499,6 +499,18 @@ def test_an_invalid_environment_value_is_named_like_the_setting(
     )
 
 
+def test_a_broken_namespace_list_in_the_environment_is_named(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("STALEWATCH_INCLUDE_NAMESPACES", "[flux-system, apps")
+    code = main(["config", "show"])
+    assert (code, capsys.readouterr().err) == (
+        2,
+        "config: include_namespaces: not a valid list: line 1, column 19: "
+        "expected ',' or ']', but got '<stream end>'\n",
+    )
+
+
 def test_a_malformed_set_option_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["config", "show", "--set", "log_level"])
     assert (code, capsys.readouterr().err) == (
