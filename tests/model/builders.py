@@ -469,9 +469,17 @@ def controller(
 FLUX_CONTROLLERS = ("source-controller", "kustomize-controller", "helm-controller", "notification-controller")
 
 
-def flux() -> list[Obj]:
-    """The four default Flux controllers, all healthy."""
-    return [obj for name in FLUX_CONTROLLERS for obj in controller(name)]
+def flux(*, leases: bool = True) -> list[Obj]:
+    """The four default Flux controllers, all healthy.
+
+    Without leases they stay healthy however far a test moves the clock (a Lease is only
+    fresh while someone renews it).
+    """
+    return [
+        obj
+        for name in FLUX_CONTROLLERS
+        for obj in controller(name, lease_renewed=2 * SEC if leases else None)
+    ]
 
 
 def event(

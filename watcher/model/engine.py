@@ -264,7 +264,9 @@ class HealthModel:
             for obj in (self._store.raw(k) for k in sorted(self._store.raw_of_kind(group, kind)))
             if obj is not None
         ]
-        reconcilers = [s.name for s in self._config.controllers if group in s.groups]
+        claimers = [s.name for s in self._config.controllers if group in s.groups]
+        running = {s.name for s in self._controllers.values()}
+        reconcilers = [name for name in claimers if name in running] or claimers
         if not orphans and not reconcilers:
             return None
         since = time_at(crd, "metadata", "deletionTimestamp") or now

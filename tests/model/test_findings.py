@@ -1,0 +1,405 @@
+"""Every finding type: a case that must fire and a near-miss that must not."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from tests.model.builders import (
+    MIN,
+    NOW,
+    SEC,
+    SHA_N,
+    SHA_N1,
+    Obj,
+    by_id,
+    cond,
+    controller,
+    deployment,
+    event,
+    flux,
+    git_repository,
+    helm_chart,
+    helm_release,
+    kustomization,
+    pod,
+    run,
+    terraform,
+    ts,
+)
+from watcher.model.types import FindingType
+
+HOUR = 60 * MIN
+KS = "Kustomization/flux-system"
+
+
+def reconciling(ago: timedelta, *, ready: str = "True", interval: str = "10m") -> Obj:
+    return kustomization(
+        "apps",
+        interval=interval,
+        conditions=[
+            cond(
+                "Ready",
+                ready,
+                "ReconciliationSucceeded" if ready == "True" else "ReconciliationFailed",
+                "msg",
+                ago=ago,
+            ),
+            cond("Reconciling", "True", "Progressing", "Reconciliation in progress", ago=ago),
+        ],
+    )
+
+
+def generation_lag(spec_written: timedelta) -> Obj:
+    obj = kustomization("apps", generation=3, observed_generation=2)
+    obj["metadata"]["managedFields"] = [
+        {"manager": "kubectl", "operation": "Update", "time": ts(spec_written)},
+        {"manager": "kustomize-controller", "operation": "Update", "subresource": "status", "time": ts(HOUR)},
+    ]
+    return obj
+
+
+def requested(at: str, *, handled: str = "2024-05-01T10:00:00Z", written: timedelta = 20 * MIN) -> Obj:
+    obj = kustomization("apps", requested_at=at, handled_at=handled)
+    obj["metadata"]["managedFields"] = [{"manager": "flux", "operation": "Update", "time": ts(written)}]
+    return obj
+
+
+def lagging(*, since: timedelta) -> list[Obj]:
+    return [
+        git_repository(revision=f"main@sha1:{SHA_N}", updated=since),
+        kustomization("apps", applied=f"main@sha1:{SHA_N1}"),
+    ]
+
+
+def stalled(name: str = "apps", **kwargs: object) -> Obj:
+    return kustomization(
+        name,
+        conditions=[
+            cond("Ready", "False", "InvalidPath", "path './clusters/prod/apps' not found", ago=HOUR),
+            cond("Stalled", "True", "InvalidPath", "path './clusters/prod/apps' not found", ago=HOUR),
+        ],
+        **kwargs,
+    )  # type: ignore[arg-type]
+
+
+def blocked(*, ago: timedelta, on: str = "infra") -> Obj:
+    return kustomization(
+        "apps",
+        depends_on=[on],
+        conditions=[
+            cond(
+                "Ready", "False", "DependencyNotReady", f"dependency 'flux-system/{on}' is not ready", ago=ago
+            )
+        ],
+    )
+
+
+def crash_looping(created: timedelta, *, labels: dict[str, str] | None = None) -> list[Obj]:
+    return [
+        deployment("web", "apps", image="ghcr.io/acme/web:2.0.0", labels=labels),
+        pod(
+            "web-7d9f-abcde",
+            "apps",
+            app="web",
+            image="ghcr.io/acme/web:2.0.0",
+            ready=False,
+            waiting="CrashLoopBackOff",
+            restarts=6,
+            created=created,
+        ),
+    ]
+
+
+def warning(*, count: int, first: timedelta, last: timedelta, type_: str = "Warning") -> Obj:
+    return event(
+        "apps.17c2",
+        kind="Kustomization",
+        involved="apps",
+        api_version="kustomize.toolkit.fluxcd.io/v1",
+        reason="ReconciliationFailed",
+        message="kustomization path not found",
+        count=count,
+        first=first,
+        last=last,
+        type_=type_,
+    )
+
+
+RELEASE_LABELS = {"helm.toolkit.fluxcd.io/name": "web", "helm.toolkit.fluxcd.io/namespace": "apps"}
+
+CASES = [
+    # StuckReconciling
+    pytest.param(
+        [reconciling(35 * MIN)], {f"StuckReconciling/{KS}/apps"}, id="stuck-reconciling-past-3x-interval"
+    ),
+    pytest.param([reconciling(30 * SEC)], set(), id="reconciling-for-30s-is-not-stuck"),
+    pytest.param([reconciling(25 * MIN)], set(), id="reconciling-below-3x-interval-is-not-stuck"),
+    pytest.param([reconciling(2 * HOUR, interval="1h")], set(), id="long-interval-raises-the-threshold"),
+    # GenerationNotObserved
+    pytest.param(
+        [generation_lag(20 * MIN)], {f"GenerationNotObserved/{KS}/apps"}, id="generation-not-observed"
+    ),
+    pytest.param([generation_lag(2 * MIN)], set(), id="fresh-spec-edit-is-not-yet-unobserved"),
+    # ReconcileRequestIgnored
+    pytest.param([requested(ts(20 * MIN))], {f"ReconcileRequestIgnored/{KS}/apps"}, id="request-ignored"),
+    pytest.param([requested(ts(MIN))], set(), id="request-made-a-minute-ago-is-pending"),
+    pytest.param([requested(ts(20 * MIN), handled=ts(20 * MIN))], set(), id="request-handled"),
+    pytest.param([requested(ts(20 * MIN), handled=ts(5 * MIN))], set(), id="newer-request-handled"),
+    pytest.param(
+        [requested("please")], {f"ReconcileRequestIgnored/{KS}/apps"}, id="opaque-request-counts-from-write"
+    ),
+    pytest.param([requested("please", written=MIN)], set(), id="opaque-request-written-a-minute-ago"),
+    # RevisionSkew
+    pytest.param(lagging(since=30 * MIN), {f"RevisionSkew/{KS}/apps"}, id="kustomization-behind-its-source"),
+    pytest.param(lagging(since=2 * MIN), set(), id="source-updated-two-minutes-ago-is-a-normal-rollout"),
+    pytest.param(
+        [
+            helm_release(
+                "web",
+                "apps",
+                chart_version="1.2.0",
+                attempted="1.3.0",
+                conditions=[cond("Ready", "False", "UpgradeFailed", "template error", ago=HOUR)],
+            )
+        ],
+        {"RevisionSkew/HelmRelease/apps/web"},
+        id="helm-release-attempted-chart-not-in-history",
+    ),
+    pytest.param(
+        [
+            helm_chart("apps-web", "apps", version="1.3.0", updated=HOUR),
+            helm_release("web", "apps", chart_version="1.2.0"),
+        ],
+        {"RevisionSkew/HelmRelease/apps/web"},
+        id="helm-release-behind-its-helm-chart",
+    ),
+    pytest.param(
+        [helm_chart("apps-web", "apps", version="1.2.0"), helm_release("web", "apps", chart_version="1.2.0")],
+        set(),
+        id="helm-release-on-its-chart-version",
+    ),
+    pytest.param(
+        [git_repository("infra", updated=HOUR), terraform("vpc", applied=f"main@sha1:{SHA_N1}")],
+        {"RevisionSkew/Terraform/flux-system/vpc"},
+        id="terraform-behind-its-source",
+    ),
+    pytest.param(
+        [git_repository("infra", updated=HOUR), terraform("vpc", applied=f"main/{SHA_N}")],
+        set(),
+        id="terraform-legacy-revision-equals-source-digest",
+    ),
+    pytest.param(
+        [
+            git_repository("infra", updated=HOUR),
+            terraform("vpc", applied=f"main@sha1:{SHA_N1}", approve_plan=""),
+        ],
+        {"RevisionSkew/Terraform/flux-system/vpc"},
+        id="terraform-empty-approve-plan-is-auto",
+    ),
+    pytest.param(
+        [
+            git_repository("infra", updated=HOUR),
+            terraform("vpc", applied=f"main@sha1:{SHA_N1}", approve_plan="plan-main"),
+        ],
+        set(),
+        id="terraform-waiting-for-manual-approval-lags-on-purpose",
+    ),
+    # DependencyBlocked
+    pytest.param(
+        [stalled("infra"), blocked(ago=2 * MIN)],
+        {f"Stalled/{KS}/infra", f"DependencyBlocked/{KS}/apps"},
+        id="blocked-by-a-stalled-dependency",
+    ),
+    pytest.param(
+        [kustomization("infra"), blocked(ago=30 * MIN)],
+        {f"DependencyBlocked/{KS}/apps"},
+        id="blocked-past-threshold-with-nothing-to-blame",
+    ),
+    pytest.param(
+        [kustomization("infra"), blocked(ago=2 * MIN)], set(), id="briefly-blocked-by-a-healthy-dependency"
+    ),
+    pytest.param(
+        [blocked(ago=30 * MIN, on="typo")],
+        {f"DependencyBlocked/{KS}/apps"},
+        id="blocked-by-a-missing-dependency",
+    ),
+    # Stalled
+    pytest.param([stalled()], {f"Stalled/{KS}/apps"}, id="stalled"),
+    pytest.param(
+        [kustomization("apps", conditions=[cond("Ready", "True"), cond("Stalled", "False")])],
+        set(),
+        id="stalled-false-is-fine",
+    ),
+    pytest.param([stalled(suspend=True)], set(), id="suspended-object-is-left-alone"),
+    # RetryLoop
+    pytest.param(
+        [warning(count=20, first=40 * MIN, last=MIN)],
+        {f"RetryLoop/{KS}/apps/ReconciliationFailed"},
+        id="warning-recurring-for-40m",
+    ),
+    pytest.param(
+        [warning(count=20, first=5 * MIN, last=MIN)], set(), id="warning-recurring-for-4m-is-not-a-loop-yet"
+    ),
+    pytest.param([warning(count=1, first=40 * MIN, last=40 * MIN)], set(), id="single-warning-is-not-a-loop"),
+    pytest.param(
+        [warning(count=20, first=3 * HOUR, last=2 * HOUR)], set(), id="loop-that-stopped-is-history"
+    ),
+    pytest.param(
+        [warning(count=20, first=40 * MIN, last=MIN, type_="Normal")],
+        set(),
+        id="normal-events-are-not-failures",
+    ),
+    # WorkloadUnhealthy
+    pytest.param(
+        crash_looping(20 * MIN), {"WorkloadUnhealthy/Pod/apps/web-7d9f-abcde"}, id="crash-looping-pod"
+    ),
+    pytest.param(crash_looping(2 * MIN), set(), id="pod-crashing-for-two-minutes-is-not-yet-unhealthy"),
+    # ReleaseReadyWorkloadFailing
+    pytest.param(
+        [helm_release("web", "apps"), *crash_looping(20 * MIN, labels=RELEASE_LABELS)],
+        {"ReleaseReadyWorkloadFailing/HelmRelease/apps/web", "WorkloadUnhealthy/Pod/apps/web-7d9f-abcde"},
+        id="release-ready-while-its-workload-fails",
+    ),
+    pytest.param(
+        [
+            helm_release("web", "apps", conditions=[cond("Ready", "False", "UpgradeFailed", "timed out")]),
+            *crash_looping(20 * MIN, labels=RELEASE_LABELS),
+        ],
+        {"WorkloadUnhealthy/Pod/apps/web-7d9f-abcde"},
+        id="release-that-admits-failure-is-not-lying",
+    ),
+]
+
+
+@pytest.mark.parametrize(("objs", "expected"), CASES)
+def test_finding_fires_only_past_its_threshold(objs: list[Obj], expected: set[str]) -> None:
+    evaluation = run(flux(), git_repository(), objs)
+
+    assert set(by_id(evaluation)) == expected
+
+
+def test_status_stale_points_at_the_controller_down_and_skips_suspended_objects() -> None:
+    down = [deployment("kustomize-controller", available=0)]
+    evaluation = run(down, git_repository(), kustomization("apps"), kustomization("paused", suspend=True))
+
+    findings = by_id(evaluation)
+    assert (
+        findings[f"StatusStale/{KS}/apps"].root_cause
+        == "ControllerDown/Deployment/flux-system/kustomize-controller"
+    )
+    assert f"StatusStale/{KS}/paused" not in findings
+    assert {
+        o.subject["name"]: o.stale for o in evaluation.objects if o.subject["kind"] == "Kustomization"
+    } == {"apps": True, "paused": True}
+
+
+def test_dependency_blocked_root_cause_is_the_deepest_failing_dependency() -> None:
+    chain = [
+        stalled("base"),
+        kustomization(
+            "infra",
+            depends_on=["base"],
+            conditions=[cond("Ready", "False", "DependencyNotReady", "", ago=MIN)],
+        ),
+        kustomization(
+            "apps",
+            depends_on=["infra"],
+            conditions=[cond("Ready", "False", "DependencyNotReady", "", ago=MIN)],
+        ),
+    ]
+
+    findings = by_id(run(flux(), git_repository(), chain))
+
+    assert findings[f"DependencyBlocked/{KS}/apps"].root_cause == f"Stalled/{KS}/base"
+    assert findings[f"DependencyBlocked/{KS}/infra"].root_cause == f"Stalled/{KS}/base"
+    assert {s["name"] for s in findings[f"Stalled/{KS}/base"].affected} == {"infra", "apps"}
+
+
+def test_dependency_cycle_is_reported_once_past_threshold_without_looping() -> None:
+    cycle = [
+        kustomization(
+            a, depends_on=[b], conditions=[cond("Ready", "False", "DependencyNotReady", "", ago=HOUR)]
+        )
+        for a, b in (("a", "b"), ("b", "a"))
+    ]
+
+    evaluation = run(flux(), git_repository(), cycle)
+
+    assert {f.id for f in evaluation.findings} == {f"DependencyBlocked/{KS}/a", f"DependencyBlocked/{KS}/b"}
+    assert len(evaluation.roots) == 1
+
+
+def test_findings_on_one_object_have_one_root() -> None:
+    failing = kustomization(
+        "apps",
+        applied=f"main@sha1:{SHA_N1}",
+        conditions=[
+            cond("Ready", "False", "ReconciliationFailed", "kustomize build failed", ago=2 * HOUR),
+            cond("Reconciling", "True", "ProgressingWithRetry", "retrying", ago=2 * HOUR),
+        ],
+    )
+
+    evaluation = run(
+        flux(), git_repository(updated=2 * HOUR), failing, warning(count=30, first=2 * HOUR, last=MIN)
+    )
+
+    [root] = evaluation.roots
+    assert root.id == f"RevisionSkew/{KS}/apps"
+    assert {f.type for f in evaluation.findings} == {
+        FindingType.REVISION_SKEW,
+        FindingType.STUCK_RECONCILING,
+        FindingType.RETRY_LOOP,
+    }
+    assert root.affected == []
+
+
+def test_roots_come_first_then_critical_then_by_subject() -> None:
+    evaluation = run(
+        flux(),
+        git_repository(),
+        stalled("zeta"),
+        stalled("alpha"),
+        reconciling(HOUR),
+        deployment("kustomize-controller", "other-ns", available=0),
+        controller("kustomize-controller", "flux-system"),
+    )
+
+    rank = {"critical": 0, "warning": 1, "info": 2}
+    order = [(not f.is_root, rank[f.severity]) for f in evaluation.findings]
+    assert order == sorted(order)
+    roots = [f.subject["name"] for f in evaluation.roots if f.type is FindingType.STALLED]
+    assert roots == ["alpha", "zeta"]
+
+
+def test_finding_to_dict_is_the_json_contract() -> None:
+    [finding] = run(flux(), git_repository(), stalled()).findings
+
+    assert finding.to_dict() == {
+        "id": f"Stalled/{KS}/apps",
+        "type": "Stalled",
+        "severity": "warning",
+        "subject": {
+            "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+            "kind": "Kustomization",
+            "namespace": "flux-system",
+            "name": "apps",
+        },
+        "message": "Kustomization flux-system/apps is stalled: InvalidPath: "
+        "path './clusters/prod/apps' not found. Its controller has stopped retrying; fix the cause, "
+        "then trigger a reconcile (change the spec or set the reconcile.fluxcd.io/requestedAt annotation).",
+        "since": ts(HOUR),
+        "evidence": finding.evidence,
+        "root_cause": None,
+        "affected": [],
+    }
+    assert finding.since == NOW - HOUR
+
+
+def test_input_order_does_not_change_the_result() -> None:
+    objs = [*flux(), git_repository(), stalled("infra"), blocked(ago=HOUR), *crash_looping(HOUR)]
+
+    forward, backward = run(objs), run(list(reversed(objs)))
+
+    assert [f.to_dict() for f in forward.findings] == [f.to_dict() for f in backward.findings]
