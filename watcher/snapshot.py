@@ -92,16 +92,14 @@ def load_snapshot(
             try:
                 content = _read_file(path) if path else _sniffed(_read_stream(stdin or sys.stdin.buffer))
                 for where, found in _objects(content):
-                    if isinstance(found, str):
-                        snapshot.errors.append(LoadError(source, found, where))
+                    identity = _identity(found) if isinstance(found, dict) else None
+                    if identity and not keep_namespace(identity[2]):
                         continue
-                    identity = _identity(found)
-                    if keep_namespace(identity[2]):
-                        projected = _project(found)
-                        if isinstance(projected, str):
-                            snapshot.errors.append(LoadError(source, projected, where))
-                            continue
-                        by_identity.pop(identity, None)
+                    projected = _project(found) if isinstance(found, dict) else found
+                    if isinstance(projected, str):
+                        snapshot.errors.append(LoadError(source, projected, where))
+                    elif identity:
+                        by_identity.pop(identity, None)  # re-insert: the last copy also takes the last place
                         by_identity[identity] = projected
             except _Unusable as error:
                 snapshot.errors.append(LoadError(source, str(error)))
