@@ -184,7 +184,7 @@ def test_bad_input_exits_2_but_still_reports_the_good_objects(
     captured = capsys.readouterr()
     assert code == 2
     assert captured.out.startswith("CRITICAL ControllerDown: Deployment flux-system/tofu-controller\n")
-    assert captured.out.endswith("2 inputs could not be loaded and were skipped (see stderr).\n")
+    assert captured.out.endswith("2 load errors (see stderr): what they name was not evaluated.\n")
     assert captured.err.splitlines() == [
         f"stalewatch: {snapshot}/broken.yaml: not valid YAML: line 2, column 1: "
         "did not find expected ',' or ']'",
@@ -199,7 +199,7 @@ def test_a_missing_path_exits_2_naming_it(capsys: pytest.CaptureFixture[str]) ->
     assert captured.err == "stalewatch: no/such/snapshot.yaml: no such file or directory\n"
     assert (
         captured.out
-        == "No objects were evaluated.\n1 input could not be loaded and was skipped (see stderr).\n"
+        == "No objects were evaluated.\n1 load error (see stderr): what they name was not evaluated.\n"
     )
 
 

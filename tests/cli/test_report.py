@@ -119,7 +119,7 @@ def test_several_roots_keep_the_models_order_and_the_summary_counts_them_by_seve
 def test_load_errors_are_pointed_at_even_when_everything_loaded_is_healthy() -> None:
     assert render_text(evaluation(), objects=3, load_errors=2) == (
         "No findings: 3 objects evaluated, all healthy.\n"
-        "2 inputs could not be loaded and were skipped (see stderr).\n"
+        "2 load errors (see stderr): what they name was not evaluated.\n"
     )
 
 
@@ -188,5 +188,5 @@ def test_a_symptom_on_the_roots_own_object_is_noted_on_the_root_not_in_its_blast
 
 def test_nothing_loaded_is_not_called_healthy() -> None:
     assert render_text(evaluation(), objects=0, load_errors=1) == (
-        "No objects were evaluated.\n1 input could not be loaded and was skipped (see stderr).\n"
+        "No objects were evaluated.\n1 load error (see stderr): what they name was not evaluated.\n"
     )

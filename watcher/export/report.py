@@ -28,7 +28,7 @@ _RESET = "\x1b[0m"
 
 def render_text(evaluation: Evaluation, *, objects: int, load_errors: int = 0, color: bool = False) -> str:
     """The human report; `objects` is how many objects were evaluated, `load_errors` how many
-    inputs were skipped (their messages go to stderr, the report only points at them)."""
+    files or objects were skipped (their messages go to stderr, the report only points at them)."""
     if evaluation.findings:
         roots, symptoms = _by_root(evaluation.findings)
         blocks = [_root_block(root, symptoms[root.id], now=evaluation.now, color=color) for root in roots]
@@ -38,8 +38,7 @@ def render_text(evaluation: Evaluation, *, objects: int, load_errors: int = 0, c
     else:
         lines = ["No objects were evaluated."]
     if load_errors:
-        verb = "was" if load_errors == 1 else "were"
-        lines.append(f"{_plural(load_errors, 'input')} could not be loaded and {verb} skipped (see stderr).")
+        lines.append(f"{_plural(load_errors, 'load error')} (see stderr): what they name was not evaluated.")
     return "\n".join(lines) + "\n"
 
 
