@@ -15,6 +15,7 @@ import orjson
 import pytest
 import yaml
 
+from watcher import __version__
 from watcher.cli import main
 from watcher.model.types import Finding
 
@@ -312,3 +313,13 @@ def test_a_reader_that_goes_away_is_not_a_traceback() -> None:
     process.stdout.close()  # like `| head` exiting before stalewatch writes
     _, stderr = process.communicate()
     assert (process.returncode, stderr) == (0, b"")
+
+
+def test_no_command_prints_help_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    assert capsys.readouterr().out.startswith("usage: stalewatch [-h] [--version] COMMAND ...")
+
+
+def test_version_names_the_program(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"stalewatch {__version__}\n"
