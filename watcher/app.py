@@ -1,1 +1,152 @@
-"""Wires the live watcher, the health model and the HTTP renderers for `stalewatch run`."""
+"""Wires the live watcher, the health model and the HTTP renderers for `stalewatch run`.
+
+`add_run_arguments` and `run_command` are what the CLI calls; `Runtime` is the assembled
+service (tests start it in-process). Shutdown on SIGTERM/SIGINT: stop the watches, let
+in-flight HTTP requests finish, exit 0 within a few seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from typing import Any
+
+from watcher.config import ConfigError, Settings, build_model_config, load_settings, parse_set_options
+from watcher.export.metrics import build_registry
+from watcher.export.watcher_metrics import WatcherCollector
+from watcher.kube.client import KubeConfigError, load_client
+from watcher.kube.cluster import ClusterWatcher
+from watcher.kube.live import LiveModel
+from watcher.kube.reflector import WatchOptions
+from watcher.logs import fields, get_logger, setup_logging
+from watcher.telemetry import Telemetry
+from watcher.web import server
+
+log = get_logger("app")
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_BAD_INPUT = 2
+STOP_TIMEOUT = 10.0
+
+_FLAGS = ("listen", "kubeconfig", "context", "log_level", "log_format")
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """The `stalewatch run` flags; each maps onto the setting of the same name."""
+    group = parser.add_argument_group("run")
+    group.add_argument("--listen", metavar="[HOST]:PORT", help="HTTP address (default :8080)")
+    group.add_argument(
+        "--kubeconfig", metavar="FILE", help="default $KUBECONFIG, else ~/.kube/config, else in-cluster"
+    )
+    group.add_argument("--context", metavar="NAME", help="kubeconfig context (default: its current-context)")
+    group.add_argument("--log-level", choices=("debug", "info", "warning", "error"), help="default info")
+    group.add_argument("--log-format", choices=("json", "text"), help="default json: one object per line")
+    known = {option for action in parser._actions for option in action.option_strings}
+    if "--config" not in known:
+        parser.add_argument("--config", metavar="FILE", help="YAML configuration file")
+    if "--set" not in known:
+        parser.add_argument("--set", dest="assignments", action="append", default=[], metavar="KEY=VALUE")
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """`stalewatch run`: 0 after a clean shutdown, 2 for bad configuration or credentials."""
+    try:
+        settings = load_settings(config_file=getattr(args, "config", None), overrides=_overrides(args))
+    except ConfigError as error:
+        print(error, file=sys.stderr)
+        return EXIT_BAD_INPUT
+    log_format = settings.log_format if "log_format" in settings.model_fields_set else "json"
+    setup_logging(level=settings.log_level, fmt=log_format)
+    return asyncio.run(serve(settings))
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    overrides = parse_set_options(getattr(args, "assignments", None) or [])
+    for name in _FLAGS:
+        value = getattr(args, name, None)
+        if value is not None:
+            overrides[name] = value
+    return overrides
+
+
+class Runtime:
+    """The assembled service: watches -> live model -> HTTP. Start, then stop, once."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        api: Any,
+        *,
+        options: WatchOptions | None = None,
+        debounce: float = 0.05,
+        tick: float = 1.0,
+    ) -> None:
+        config = build_model_config(settings)
+        self.settings = settings
+        self.telemetry = Telemetry()
+        self.live = LiveModel(config, self.telemetry, debounce=debounce, tick=tick)
+        self.watcher = ClusterWatcher(
+            api,
+            self.live,
+            self.telemetry,
+            controllers=config.controllers,
+            keep_namespace=settings.watches_namespace,
+            options=options,
+        )
+        registry = build_registry(lambda: self.live.latest)
+        registry.register(WatcherCollector(self.telemetry))
+        self.app = server.create_app(
+            telemetry=self.telemetry, source=lambda: self.live.latest, registry=registry
+        )
+        self._runner: Any = None
+        self._evaluator: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """HTTP first (so probes answer, not ready), then the watches and the evaluation loop."""
+        self._runner = await server.start(self.app, self.settings.listen)
+        await self.watcher.start()
+        self._evaluator = asyncio.create_task(self.live.run(), name="stalewatch evaluation")
+
+    async def stop(self) -> None:
+        await self.watcher.stop()
+        if self._evaluator is not None:
+            self._evaluator.cancel()
+            await asyncio.gather(self._evaluator, return_exceptions=True)
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+
+async def serve(settings: Settings, *, options: WatchOptions | None = None) -> int:
+    """Run until SIGTERM or SIGINT."""
+    try:
+        api = await load_client(kubeconfig=settings.kubeconfig, context=settings.context)
+    except KubeConfigError as error:
+        log.error("cannot load Kubernetes credentials", extra=fields(error=str(error)))
+        print(f"stalewatch: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    async with api:
+        runtime = Runtime(settings, api, options=options)
+        try:
+            await runtime.start()
+        except OSError as error:
+            log.error("cannot listen", extra=fields(listen=settings.listen, error=str(error)))
+            reason = error.strerror or error
+            print(f"stalewatch: cannot listen on {settings.listen}: {reason}", file=sys.stderr)
+            await runtime.stop()
+            return EXIT_BAD_INPUT
+        log.info("stalewatch running", extra=fields(listen=settings.listen))
+        await stop.wait()
+        log.info("stopping")
+        try:
+            await asyncio.wait_for(runtime.stop(), STOP_TIMEOUT)
+        except TimeoutError:
+            log.warning("shutdown took too long; exiting anyway")
+    log.info("stopped")
+    return EXIT_OK

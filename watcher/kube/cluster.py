@@ -1,0 +1,174 @@
+"""Runs one Reflector per watched kind, and starts or stops them as CRDs come and go.
+
+CustomResourceDefinitions are watched like any kind; their reflector delivers to this
+supervisor, which forwards every CRD to the model FIRST (so the model sees a CRD turn
+Terminating while the objects of its kind are still in the store: that is how it reports
+CRDRemoved with the objects orphaned) and then reconciles the set of reflectors. The API
+server deletes a CRD's objects only after it has published the CRD's deletionTimestamp, so
+the CRD event reaches us first; the reflector of that kind is then stopped and its objects
+dropped from the model.
+
+A probe (GET /version) runs every few seconds so that a silent network partition shows as
+unreachable quickly; when the server is unreachable every stream is closed and every kind
+marked not live, so nothing is judged from data that may have missed events, and when it is
+back every reflector retries at once instead of waiting out its backoff.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import aiohttp
+
+from watcher.kube.client import CONNECTION_ERRORS, get
+from watcher.kube.reflector import Link, Reflector, Sink, WatchOptions
+from watcher.kube.resources import BUILT_IN, CRDS, Resource, crd_resource, wanted
+from watcher.logs import fields, get_logger
+from watcher.model.types import ControllerSpec
+from watcher.telemetry import KindKey, Telemetry
+
+log = get_logger("kube")
+
+
+class ClusterWatcher:
+    """Every watched kind of one cluster, delivering projections to `sink`."""
+
+    def __init__(
+        self,
+        api: Any,
+        sink: Sink,
+        telemetry: Telemetry,
+        *,
+        controllers: Iterable[ControllerSpec],
+        keep_namespace: Callable[[str], bool] = lambda namespace: True,
+        options: WatchOptions | None = None,
+        built_in: Iterable[Resource] = BUILT_IN,
+    ) -> None:
+        self._api, self._sink, self._telemetry = api, sink, telemetry
+        self._controllers = tuple(controllers)
+        self._keep = keep_namespace
+        self._options = options or WatchOptions()
+        self._built_in = tuple(built_in)
+        self._running: dict[KindKey, tuple[Reflector, asyncio.Task[None]]] = {}
+        self._custom: dict[str, Resource] = {}
+        """CRD name -> the resource we watch for it."""
+        self._probe: asyncio.Task[None] | None = None
+        self.link = Link(telemetry, self._reachability_changed)
+
+    def watched(self) -> list[Resource]:
+        return sorted((r.resource for r, _ in self._running.values()), key=lambda r: (r.group, r.kind))
+
+    async def start(self) -> None:
+        for resource in self._built_in:
+            self._start(resource, self if resource == CRDS else self._sink)
+        self._telemetry.started = True
+        self._probe = asyncio.create_task(self._probe_loop(), name="stalewatch probe")
+
+    async def stop(self) -> None:
+        """Cancel every watch and the probe, and wait for them to close their streams."""
+        tasks = [task for _, task in self._running.values()]
+        if self._probe is not None:
+            tasks.append(self._probe)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._running.clear()
+
+    # -- Reflectors ------------------------------------------------------------------------
+
+    def _start(self, resource: Resource, sink: Sink) -> None:
+        reflector = Reflector(
+            self._api,
+            resource,
+            sink,
+            self._telemetry,
+            self.link,
+            options=self._options,
+            keep_namespace=self._keep,
+        )
+        task = asyncio.create_task(self._guard(reflector), name=f"watch {resource}")
+        self._running[resource.key] = (reflector, task)
+        log.info("watching", extra=fields(group=resource.group, kind=resource.kind, version=resource.version))
+
+    async def _guard(self, reflector: Reflector) -> None:
+        """A bug in one reflector must not silently end that kind's watch: log and restart it."""
+        while True:
+            try:
+                await reflector.run()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("watch loop failed, restarting it", extra=fields(kind=reflector.resource.kind))
+                reflector.rv = None
+                await asyncio.sleep(self._options.backoff_cap)
+
+    def _stop(self, resource: Resource, why: str) -> None:
+        entry = self._running.pop(resource.key, None)
+        if entry is None:
+            return
+        entry[1].cancel()
+        self._telemetry.forget(resource.group, resource.kind)
+        self._sink.replace(resource, [])
+        log.info("stopped watching", extra=fields(group=resource.group, kind=resource.kind, reason=why))
+
+    # -- The CRD reflector's sink ----------------------------------------------------------
+
+    def upsert(self, resource: Resource, obj: dict[str, Any]) -> None:
+        self._sink.upsert(resource, obj)
+        self._reconcile_crd(obj["metadata"]["name"], obj)
+
+    def delete(self, resource: Resource, obj: dict[str, Any]) -> None:
+        self._sink.delete(resource, obj)
+        self._reconcile_crd(obj["metadata"]["name"], None)
+
+    def replace(self, resource: Resource, objects: list[dict[str, Any]]) -> None:
+        self._sink.replace(resource, objects)
+        listed = {obj["metadata"]["name"]: obj for obj in objects}
+        for name in sorted(self._custom.keys() | listed.keys()):
+            self._reconcile_crd(name, listed.get(name))
+
+    def notify(self) -> None:
+        self._sink.notify()
+
+    def _reconcile_crd(self, name: str, crd: dict[str, Any] | None) -> None:
+        """Watch the kind this CRD serves if we want it, and nothing for it otherwise."""
+        resource = crd_resource(crd) if crd is not None else None
+        if resource is not None and not wanted(self._controllers, resource.group, resource.kind):
+            resource = None
+        current = self._custom.get(name)
+        if resource == current:
+            return
+        if current is not None:
+            del self._custom[name]
+            why = "its CRD was deleted" if resource is None else f"its CRD now serves {resource.version}"
+            self._stop(current, why)
+        if resource is not None and resource.key not in self._running:
+            self._custom[name] = resource
+            self._start(resource, self._sink)
+
+    # -- Reachability ----------------------------------------------------------------------
+
+    def _reachability_changed(self, up: bool) -> None:
+        for reflector, _ in self._running.values():
+            if up:
+                reflector.wake()
+            else:
+                reflector.interrupt()
+        self._sink.notify()
+
+    async def _probe_loop(self) -> None:
+        interval = self._options.probe_interval
+        limits = aiohttp.ClientTimeout(total=interval)
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                async with asyncio.timeout(interval):
+                    response = await get(self._api, "/version", [], limits=limits)
+                response.release()
+            except CONNECTION_ERRORS as error:
+                self.link.lost(error)
+            else:
+                self.link.reached()
+

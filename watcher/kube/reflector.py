@@ -1,0 +1,509 @@
+"""List + watch of one kind, owned end to end (client-go's Reflector, kopf's watching.py).
+
+The loop: a paginated list (limit/continue) REPLACES the kind's cache atomically and gives a
+resourceVersion; a watch (allowWatchBookmarks, an explicit timeoutSeconds) resumes from it,
+every event including BOOKMARK advancing it. A normal close re-watches from the last version.
+410 Gone (as an ERROR event or an HTTP status) means the history we need is compacted away:
+relist and replace, so objects deleted during the gap are emitted as deletions. An inactivity
+watchdog closes streams that went silent without closing. Connection errors, 429 (honouring
+Retry-After) and 5xx back off exponentially with jitter. 403 degrades this kind alone.
+
+Per event the work is O(1): decode one line with orjson, project the object, hand the
+projection to the sink. Malformed objects are counted and logged once per version.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import aiohttp
+import orjson
+
+from watcher.kube.client import CONNECTION_ERRORS, Backoff, classify, get, retry_after, sleep_or_wake
+from watcher.kube.resources import Resource
+from watcher.logs import fields, get_logger
+from watcher.model.projection import MalformedObject, project
+from watcher.telemetry import KindStats, Telemetry
+
+log = get_logger("kube")
+
+MAX_LINE_BYTES = 64 * 1024 * 1024
+"""A watch line longer than this is a broken stream (etcd's object limit is 1.5 MiB)."""
+
+_UNREADABLE: tuple[type[BaseException], ...] = (orjson.JSONDecodeError, *CONNECTION_ERRORS)
+
+ObjectKey = tuple[str, str]
+"""(namespace, name) within one kind."""
+
+
+class Sink(Protocol):
+    """Where a reflector delivers projected objects (the live model, or a test store)."""
+
+    def upsert(self, resource: Resource, obj: dict[str, Any]) -> None: ...
+
+    def delete(self, resource: Resource, obj: dict[str, Any]) -> None: ...
+
+    def replace(self, resource: Resource, objects: list[dict[str, Any]]) -> None:
+        """These are now ALL the objects of the kind: anything else of it is gone."""
+
+    def notify(self) -> None:
+        """Watch state changed (synced, forbidden, live): re-evaluate soon."""
+
+
+@dataclass(frozen=True, slots=True)
+class WatchOptions:
+    """Timings and sizes; the defaults suit a production cluster, tests shrink them."""
+
+    page_size: int = 500
+    watch_timeout: float = 300.0
+    """timeoutSeconds asked of the server (plus up to 25% jitter), after which we re-watch."""
+    inactivity_grace: float = 30.0
+    """The watchdog closes a stream silent for timeoutSeconds + this."""
+    settle: float = 0.25
+    """A resumed watch that sends no ERROR within this long is trusted (the kind is live)."""
+    backoff_initial: float = 0.5
+    backoff_cap: float = 30.0
+    forbidden_retry: float = 60.0
+    request_timeout: float = 60.0
+    """Connect and per-read timeout of list pages (a watch has only the connect part)."""
+    probe_interval: float = 5.0
+
+
+class Link:
+    """API-server reachability, fed by every request a reflector or the probe opens.
+
+    Only failing to get an HTTP answer counts as unreachable; a watch stream cut midway (a
+    proxy, a server closing long requests) is that watch's problem, not an outage.
+    """
+
+    def __init__(self, telemetry: Telemetry, on_change: Callable[[bool], None]) -> None:
+        self._telemetry = telemetry
+        self._on_change = on_change
+
+    def reached(self) -> None:
+        if not self._telemetry.up:
+            self._telemetry.up = True
+            log.info("API server reachable")
+            self._on_change(True)
+
+    def lost(self, error: BaseException) -> None:
+        if self._telemetry.up:
+            self._telemetry.up = False
+            log.warning("API server unreachable", extra=fields(error=_describe(error)))
+            self._on_change(False)
+
+
+class _Gone(Exception):
+    pass
+
+
+class _Forbidden(Exception):
+    pass
+
+
+class _Retry(Exception):
+    def __init__(self, reason: str, message: str, *, delay: float | None = None) -> None:
+        super().__init__(message)
+        self.reason, self.delay = reason, delay
+
+
+class _Interrupted(Exception):
+    """The watcher closed the stream on purpose (connectivity lost, stopping)."""
+
+
+class Reflector:
+    """Keeps one kind of the sink in step with the API server until cancelled."""
+
+    def __init__(
+        self,
+        api: Any,
+        resource: Resource,
+        sink: Sink,
+        telemetry: Telemetry,
+        link: Link,
+        *,
+        options: WatchOptions,
+        keep_namespace: Callable[[str], bool] = lambda namespace: True,
+    ) -> None:
+        self.resource = resource
+        self.rv: str | None = None
+        self._api, self._sink, self._link, self._options = api, sink, link, options
+        self._keep = keep_namespace
+        self.stats: KindStats = telemetry.kind(resource.group, resource.kind)
+        self._keys: set[ObjectKey] = set()
+        self._malformed: dict[ObjectKey, str] = {}
+        self._response: aiohttp.ClientResponse | None = None
+        self._interrupted = False
+        self._wake = asyncio.Event()
+        self._wakeable = False
+        self._activity = 0.0
+        self._backoff = Backoff(initial=options.backoff_initial, cap=options.backoff_cap)
+        self._where = fields(group=resource.group, kind=resource.kind)
+
+    # -- Control, from the supervisor ------------------------------------------------------
+
+    def interrupt(self) -> None:
+        """Close the current watch stream; the loop reconnects (after a backoff)."""
+        self.stats.live = False
+        if self._response is not None:
+            self._interrupted = True
+            self._response.close()
+
+    def wake(self) -> None:
+        """Cut short a backoff sleep caused by an unreachable server (it is back)."""
+        if self._wakeable:
+            self._wake.set()
+
+    # -- The loop --------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        reason = "initial"
+        while True:
+            try:
+                if self.rv is None:
+                    await self._list(reason)
+                await self._watch()
+                continue
+            except _Gone:
+                self.stats.watch_gone += 1
+                log.info("watch expired (410 Gone), relisting", extra=self._where)
+                self.rv, reason = None, "gone"
+                continue
+            except _Forbidden as error:
+                self._forbidden(str(error))
+                self.rv, reason = None, "forbidden"
+                await self._sleep(self._options.forbidden_retry, wakeable=False)
+            except _Interrupted:
+                await self._sleep(self._backoff.next(), wakeable=True)
+            except _Retry as error:
+                self.stats.live = False
+                self._sink.notify()
+                if error.reason != "connection_error":
+                    log.warning("watch request failed", extra=fields(**self._fields(), error=str(error)))
+                delay = error.delay if error.delay is not None else self._backoff.next()
+                await self._sleep(delay, wakeable=error.delay is None)
+
+    async def _sleep(self, delay: float, *, wakeable: bool) -> None:
+        self._wake.clear()
+        self._wakeable = wakeable
+        try:
+            await sleep_or_wake(self._wake, delay)
+        finally:
+            self._wakeable = False
+
+    def _fields(self) -> dict[str, Any]:
+        return {"group": self.resource.group, "kind": self.resource.kind}
+
+    def _forbidden(self, message: str) -> None:
+        self.stats.live = False
+        if not self.stats.forbidden:
+            self.stats.forbidden = True
+            log.warning(
+                "cannot see this kind: the API server answers 403 Forbidden; grant get, list and watch "
+                "on it to stalewatch's ServiceAccount",
+                extra=fields(**self._fields(), resource=self.resource.plural, error=message),
+            )
+        self._sink.notify()
+
+    # -- Requests --------------------------------------------------------------------------
+
+    def _query(self, *pairs: tuple[str, str]) -> list[tuple[str, str]]:
+        query = list(pairs)
+        if self.resource.field_selector:
+            query.append(("fieldSelector", self.resource.field_selector))
+        return query
+
+    async def _open(
+        self, query: list[tuple[str, str]], counter: dict[str, int], limits: aiohttp.ClientTimeout
+    ) -> aiohttp.ClientResponse:
+        """A 200 response, or the exception saying what to do about the failure."""
+        try:
+            async with asyncio.timeout(self._options.request_timeout):
+                response = await get(self._api, self.resource.path, query, limits=limits)
+        except CONNECTION_ERRORS as error:
+            counter["connection_error"] = counter.get("connection_error", 0) + 1
+            self._link.lost(error)
+            raise _Retry("connection_error", _describe(error)) from None
+        self._link.reached()
+        result = classify(response.status)
+        counter[result] = counter.get(result, 0) + 1
+        if result == "ok":
+            return response
+        try:
+            body = await response.read()
+        except CONNECTION_ERRORS:
+            body = b""
+        finally:
+            response.release()
+        message = _status_message(body) or f"HTTP {response.status}"
+        if result == "gone":
+            raise _Gone(message)
+        if result == "forbidden":
+            raise _Forbidden(message)
+        delay = retry_after(response.headers.get("Retry-After")) if result == "throttled" else None
+        raise _Retry(result, f"HTTP {response.status}: {message}", delay=delay)
+
+    async def _list(self, reason: str) -> None:
+        """All pages, projected page by page; the kind is replaced only once all arrived."""
+        timeout = aiohttp.ClientTimeout(
+            sock_connect=self._options.request_timeout, sock_read=self._options.request_timeout
+        )
+        projected: list[dict[str, Any]] = []
+        keys: set[ObjectKey] = set()
+        malformed: dict[ObjectKey, str] = {}
+        token = ""
+        while True:
+            paging = [("limit", str(self._options.page_size))] + ([("continue", token)] if token else [])
+            query = self._query(*paging)
+            try:
+                response = await self._open(query, self.stats.list_requests, timeout)
+            except _Gone:
+                if not token:
+                    raise
+                token = ""  # the continue token expired mid-list: start the list over
+                projected, keys, malformed = [], set(), {}
+                continue
+            try:
+                page = orjson.loads(await response.read())
+            except _UNREADABLE as error:
+                raise _Retry("decode_error", f"list page unreadable: {_describe(error)}") from None
+            finally:
+                response.release()
+            for item in page.get("items") or ():
+                entry = self._project(item, malformed)
+                if entry is not None:
+                    keys.add(entry[0])
+                    projected.append(entry[1])
+            meta = page.get("metadata") or {}
+            token = meta.get("continue") or ""
+            if not token:
+                break
+        self._commit(projected, keys, malformed, str(meta.get("resourceVersion") or ""), reason)
+
+    def _commit(
+        self,
+        projected: list[dict[str, Any]],
+        keys: set[ObjectKey],
+        malformed: dict[ObjectKey, str],
+        rv: str,
+        reason: str,
+    ) -> None:
+        self._sink.replace(self.resource, projected)
+        self._keys, self._malformed = keys, malformed
+        self.rv = rv or None
+        stats = self.stats
+        stats.objects, stats.malformed_now = len(keys), len(malformed)
+        stats.relists[reason] += 1
+        if stats.forbidden:
+            log.info("this kind is visible again", extra=self._where)
+        stats.synced, stats.live, stats.forbidden = True, True, False
+        self._backoff.reset()
+        self._sink.notify()
+        log.info(
+            "listed",
+            extra=fields(**self._fields(), objects=len(keys), malformed=len(malformed), reason=reason),
+        )
+
+    async def _watch(self) -> None:
+        options = self._options
+        seconds = int(options.watch_timeout * (1 + random.random() / 4)) or 1
+        query = self._query(
+            ("watch", "true"),
+            ("allowWatchBookmarks", "true"),
+            ("resourceVersion", self.rv or ""),
+            ("timeoutSeconds", str(seconds)),
+        )
+        timeout = aiohttp.ClientTimeout(sock_connect=options.request_timeout)
+        response = await self._open(query, self.stats.watch_requests, timeout)
+        self._response, self._interrupted = response, False
+        loop = asyncio.get_running_loop()
+        self._activity = started = loop.time()
+        settle = loop.call_later(options.settle, self._settled)
+        watchdog = asyncio.create_task(self._watchdog(response, seconds + options.inactivity_grace))
+        events = 0
+        try:
+            events = await self._stream(response)
+        except CONNECTION_ERRORS as error:
+            if self._interrupted:
+                raise _Interrupted from None
+            reason = "timeout" if watchdog.done() else "connection"
+            self.stats.watch_errors[reason] += 1
+            raise _Retry(reason, f"watch stream broke: {_describe(error)}") from None
+        finally:
+            settle.cancel()
+            watchdog.cancel()
+            response.close()
+            self._response = None
+        if self._interrupted:
+            raise _Interrupted
+        if watchdog.done() and not watchdog.cancelled():
+            self.stats.watch_errors["timeout"] += 1
+            raise _Retry("timeout", "watch stream went silent; reconnecting")
+        if events == 0 and loop.time() - started < 1.0:
+            raise _Retry("closed_early", "watch closed at once without events", delay=self._backoff.next())
+        self._backoff.reset()
+
+    async def _watchdog(self, response: aiohttp.ClientResponse, limit: float) -> None:
+        """Close a stream that has been silent for longer than `limit` seconds."""
+        loop = asyncio.get_running_loop()
+        while True:
+            left = self._activity + limit - loop.time()
+            if left <= 0:
+                log.warning("watch stream silent, reconnecting", extra=self._where)
+                response.close()
+                return
+            await asyncio.sleep(left)
+
+    def _settled(self) -> None:
+        if not self.stats.live:
+            self.stats.live = True
+            self._sink.notify()
+
+    async def _stream(self, response: aiohttp.ClientResponse) -> int:
+        """Feed every complete line to _event; returns how many events arrived."""
+        loop = asyncio.get_running_loop()
+        pending = bytearray()
+        count = 0
+        async for chunk in response.content.iter_any():
+            self._activity = loop.time()
+            start = 0
+            while (end := chunk.find(b"\n", start)) >= 0:
+                if pending:
+                    pending += chunk[start:end]
+                    line: bytes = bytes(pending)
+                    pending.clear()
+                else:
+                    line = chunk[start:end]
+                start = end + 1
+                if line.strip():
+                    count += 1
+                    self._event(line)
+            pending += chunk[start:]
+            if len(pending) > MAX_LINE_BYTES:
+                self.stats.watch_errors["decode"] += 1
+                raise _Retry("decode", f"watch line longer than {MAX_LINE_BYTES} bytes")
+        return count
+
+    # -- Events ----------------------------------------------------------------------------
+
+    def _event(self, line: bytes) -> None:
+        try:
+            event = orjson.loads(line)
+            kind, obj = event["type"], event["object"]
+            if not isinstance(kind, str) or not isinstance(obj, dict):
+                raise TypeError("type or object missing")
+        except (orjson.JSONDecodeError, KeyError, TypeError) as error:
+            self.stats.watch_errors["decode"] += 1
+            raise _Retry("decode", f"unreadable watch event: {_describe(error)}") from None
+        stats = self.stats
+        stats.events[kind] += 1
+        stats.last_event = time.time()
+        if kind == "ERROR":
+            self._error_event(obj)
+        if not stats.live:
+            stats.live = True
+            self._sink.notify()
+        meta = obj.get("metadata")
+        if isinstance(meta, dict):
+            rv = meta.get("resourceVersion")
+            if isinstance(rv, str) and rv:
+                self.rv = rv
+        if kind == "ADDED" or kind == "MODIFIED":
+            self._upsert(obj)
+        elif kind == "DELETED":
+            self._delete(obj)
+
+    def _error_event(self, status: dict[str, Any]) -> None:
+        code = status.get("code")
+        message = str(status.get("message") or status.get("reason") or "watch error")
+        result = classify(code) if isinstance(code, int) else "client_error"
+        if result == "gone":
+            raise _Gone(message)
+        if result == "forbidden":
+            raise _Forbidden(message)
+        self.stats.watch_errors[result] += 1
+        raise _Retry(result, f"watch ERROR event {code}: {message}")
+
+    def _project(
+        self, raw: dict[str, Any], malformed: dict[ObjectKey, str]
+    ) -> tuple[ObjectKey, dict[str, Any]] | None:
+        """(key, projection) of a raw object, or None when filtered out or malformed."""
+        meta = raw.get("metadata")
+        if not isinstance(meta, dict):
+            meta = {}
+        namespace = meta.get("namespace") or ""
+        if not self._keep(namespace):
+            return None
+        key: ObjectKey = (str(namespace), str(meta.get("name") or meta.get("uid") or "?"))
+        raw["apiVersion"], raw["kind"] = self.resource.api_version, self.resource.kind
+        try:
+            return key, project(raw)
+        except MalformedObject as error:
+            problem = str(error)
+        except Exception as error:  # the model tripped on odd input: skip it, never stop the watch
+            problem = f"could not be projected ({type(error).__name__}: {error}); this is a stalewatch bug"
+        version = f"{meta.get('uid', '')}/{meta.get('resourceVersion', '')}"
+        if self._malformed.get(key) != version and malformed.get(key) != version:
+            self.stats.malformed += 1
+            log.warning(
+                "malformed object skipped",
+                extra=fields(
+                    **self._fields(), namespace=key[0], name=key[1], resource_version=version, error=problem
+                ),
+            )
+        malformed[key] = version
+        return None
+
+    def _upsert(self, raw: dict[str, Any]) -> None:
+        entry = self._project(raw, self._malformed)
+        if entry is None:
+            self._forget(raw, keep_malformed=True)
+            return
+        key, projected = entry
+        if self._malformed.pop(key, None) is not None:
+            self.stats.malformed_now = len(self._malformed)
+        self._keys.add(key)
+        self.stats.objects = len(self._keys)
+        self._sink.upsert(self.resource, projected)
+
+    def _delete(self, raw: dict[str, Any]) -> None:
+        self._forget(raw, keep_malformed=False)
+
+    def _forget(self, raw: dict[str, Any], *, keep_malformed: bool) -> None:
+        meta = raw.get("metadata")
+        if not isinstance(meta, dict):
+            return
+        key: ObjectKey = (str(meta.get("namespace") or ""), str(meta.get("name") or meta.get("uid") or "?"))
+        if not keep_malformed:
+            self._malformed.pop(key, None)
+        self.stats.malformed_now = len(self._malformed)
+        if key in self._keys:
+            self._keys.discard(key)
+            self.stats.objects = len(self._keys)
+            stub = {"namespace": key[0], "name": key[1]} if key[0] else {"name": key[1]}
+            self._sink.delete(
+                self.resource,
+                {"apiVersion": self.resource.api_version, "kind": self.resource.kind, "metadata": stub},
+            )
+
+
+def _status_message(body: bytes) -> str:
+    """The `message` of a Kubernetes Status body, else the first line of the body."""
+    try:
+        status = orjson.loads(body)
+        if isinstance(status, dict) and isinstance(status.get("message"), str):
+            return str(status["message"])
+    except orjson.JSONDecodeError:
+        pass
+    text = body.decode(errors="replace").strip()
+    return text.splitlines()[0][:300] if text else ""
+
+
+def _describe(error: BaseException) -> str:
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__

@@ -1,0 +1,133 @@
+"""What the watcher knows about itself: reachability, sync state and counters per watched kind.
+
+A neutral module: the kube layer writes it, the exporters and the web server read it, and
+neither has to import the other. Plain Python values only (no prometheus_client objects), so
+the metrics collector renders a consistent view at scrape time and a kind that stops being
+watched (its CRD was deleted) simply disappears from every gauge.
+
+Only the event-loop thread writes; readers in other threads (the /metrics renderer) copy the
+small dicts first, which is atomic under the GIL.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import Counter
+from dataclasses import dataclass, field
+
+KindKey = tuple[str, str]
+"""(group, kind); the core group is "" (never "core")."""
+
+EVALUATION_BUCKETS: tuple[float, ...] = (
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+)  # fmt: skip
+
+
+@dataclass(slots=True)
+class KindStats:
+    """One watched kind. `live` is False from a failed request until the watch is healthy again."""
+
+    synced: bool = False
+    forbidden: bool = False
+    live: bool = False
+    objects: int = 0
+    malformed_now: int = 0
+    """Objects of this kind currently skipped as malformed (not a counter)."""
+    last_event: float | None = None
+    list_requests: Counter[str] = field(default_factory=Counter)
+    watch_requests: Counter[str] = field(default_factory=Counter)
+    relists: Counter[str] = field(default_factory=Counter)
+    watch_gone: int = 0
+    watch_errors: Counter[str] = field(default_factory=Counter)
+    events: Counter[str] = field(default_factory=Counter)
+    malformed: int = 0
+
+
+@dataclass(slots=True)
+class Histogram:
+    """Cumulative-at-render histogram: per-bucket counts, sum and count."""
+
+    bounds: tuple[float, ...] = EVALUATION_BUCKETS
+    counts: list[int] = field(default_factory=list)
+    total: float = 0.0
+    count: int = 0
+
+    def __post_init__(self) -> None:
+        self.counts = [0] * (len(self.bounds) + 1)
+
+    def observe(self, value: float) -> None:
+        self.counts[bisect.bisect_left(self.bounds, value)] += 1
+        self.total += value
+        self.count += 1
+
+    def cumulative(self) -> list[tuple[str, int]]:
+        """(le, count) pairs as Prometheus writes them, ending with +Inf."""
+        out, running = [], 0
+        for bound, count in zip((*map(str, self.bounds), "+Inf"), self.counts, strict=True):
+            running += count
+            out.append((bound, running))
+        return out
+
+
+@dataclass(slots=True)
+class Telemetry:
+    """The watcher's view of itself. `up` is API-server reachability as last observed."""
+
+    up: bool = False
+    kinds: dict[KindKey, KindStats] = field(default_factory=dict)
+    evaluation: Histogram = field(default_factory=Histogram)
+    started: bool = False
+    """Set once discovery has registered every kind known at start-up."""
+
+    def kind(self, group: str, kind: str) -> KindStats:
+        found = self.kinds.get((group, kind))
+        if found is None:
+            found = self.kinds[group, kind] = KindStats()
+        return found
+
+    def forget(self, group: str, kind: str) -> None:
+        self.kinds.pop((group, kind), None)
+
+    @property
+    def synced(self) -> bool:
+        """Every watched kind that we are allowed to see has finished its initial list."""
+        return self.started and all(s.synced for s in list(self.kinds.values()) if not s.forbidden)
+
+    @property
+    def stale(self) -> bool:
+        """Our data may lag the cluster: unreachable, not synced, or a kind's watch is broken."""
+        if not self.up or not self.synced:
+            return True
+        return any(not s.live for s in list(self.kinds.values()) if not s.forbidden)
+
+    def ready(self) -> tuple[bool, str]:
+        """/readyz: reachable and synced; otherwise why not, naming the kinds."""
+        if not self.up:
+            return False, "the Kubernetes API server is unreachable"
+        if not self.started:
+            return False, "discovering the kinds to watch"
+        pending = self.unsynced()
+        if pending:
+            return False, "initial list not finished for " + ", ".join(pending)
+        return True, "ok"
+
+    def unsynced(self) -> list[str]:
+        return sorted(_name(key) for key, s in list(self.kinds.items()) if not s.synced and not s.forbidden)
+
+    def forbidden(self) -> list[KindKey]:
+        return sorted(key for key, s in list(self.kinds.items()) if s.forbidden)
+
+    def blind(self) -> frozenset[str]:
+        """Kinds (by name) whose objects must not be judged now: forbidden or not live."""
+        return frozenset(kind for (_, kind), s in list(self.kinds.items()) if s.forbidden or not s.live)
+
+    def objects(self) -> int:
+        return sum(s.objects for s in list(self.kinds.values()))
+
+    def malformed_now(self) -> int:
+        return sum(s.malformed_now for s in list(self.kinds.values()))
+
+
+def _name(key: KindKey) -> str:
+    group, kind = key
+    return f"{kind}.{group}" if group else kind

@@ -1,0 +1,126 @@
+"""The HTTP face of `stalewatch run`: probes, the findings API and Prometheus metrics.
+
+  /healthz          the process is alive (the event loop answers).
+  /readyz           200 once every watched kind finished its initial list and the API server
+                    is reachable; 503 with the reason otherwise.
+  /api/v1/findings  the same JSON as `stalewatch analyze --output json`, whose summary also
+                    says whether the data is live: `up`, `synced`, `stale`, and the kinds
+                    stalewatch cannot see (`forbidden_kinds`) or has not listed yet.
+  /metrics          the model's and the watcher's metrics from one registry.
+
+It only renders: the evaluation and the telemetry come in, nothing here talks to the cluster.
+Rendering runs in a worker thread so a large scrape does not stall the watches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+from aiohttp import web
+from prometheus_client.registry import CollectorRegistry
+
+from watcher.export.metrics import render
+from watcher.export.report import summary
+from watcher.model.types import Evaluation
+from watcher.telemetry import Telemetry
+
+EvaluationSource = Callable[[], Evaluation | None]
+
+TELEMETRY: web.AppKey[Telemetry] = web.AppKey("telemetry", Telemetry)
+SOURCE: web.AppKey[EvaluationSource] = web.AppKey("source")
+REGISTRY: web.AppKey[CollectorRegistry] = web.AppKey("registry", CollectorRegistry)
+
+_LISTEN = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[^:\[\]\s]*):(?P<port>\d{1,5})")
+
+
+def create_app(
+    *, telemetry: Telemetry, source: EvaluationSource, registry: CollectorRegistry
+) -> web.Application:
+    """`source` returns the evaluation to serve (None before the first one)."""
+    app = web.Application()
+    app[TELEMETRY], app[SOURCE], app[REGISTRY] = telemetry, source, registry
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/api/v1/findings", findings)
+    app.router.add_get("/metrics", metrics)
+    return app
+
+
+def parse_listen(listen: str) -> tuple[str | None, int]:
+    """":8080" -> (None, 8080) (every interface), "[::1]:9090" -> ("::1", 9090)."""
+    match = _LISTEN.fullmatch(listen)
+    if match is None:
+        raise ValueError(f"listen address {listen!r} is not [HOST]:PORT")
+    host = match["host"].strip("[]") or None
+    return host, int(match["port"])
+
+
+async def start(app: web.Application, listen: str) -> web.AppRunner:
+    """Serve `app` on `listen`; the caller awaits runner.cleanup() to stop."""
+    host, port = parse_listen(listen)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, host, port, shutdown_timeout=2.0).start()
+    except BaseException:
+        await runner.cleanup()
+        raise
+    return runner
+
+
+async def healthz(request: web.Request) -> web.Response:
+    return web.Response(text="ok\n")
+
+
+async def readyz(request: web.Request) -> web.Response:
+    ready, why = request.app[TELEMETRY].ready()
+    return web.Response(text=f"{why}\n", status=200 if ready else 503)
+
+
+async def findings(request: web.Request) -> web.Response:
+    telemetry, evaluation = request.app[TELEMETRY], request.app[SOURCE]()
+    status = watch_status(telemetry)
+    body = await asyncio.to_thread(findings_document, evaluation, status)
+    return web.Response(body=body, content_type="application/json")
+
+
+async def metrics(request: web.Request) -> web.Response:
+    body, content_type = await asyncio.to_thread(
+        render, request.app[REGISTRY], accept=request.headers.get("Accept")
+    )
+    response = web.Response(body=body)
+    response.headers["Content-Type"] = content_type
+    return response
+
+
+def watch_status(telemetry: Telemetry) -> dict[str, Any]:
+    """The watcher's part of the summary, taken on the event loop so it is consistent."""
+    return {
+        "up": telemetry.up,
+        "synced": telemetry.synced,
+        "stale": telemetry.stale,
+        "forbidden_kinds": [{"group": g, "kind": k} for g, k in telemetry.forbidden()],
+        "unsynced_kinds": telemetry.unsynced(),
+        "objects": telemetry.objects(),
+        "load_errors": telemetry.malformed_now(),
+    }
+
+
+def findings_document(evaluation: Evaluation | None, status: dict[str, Any]) -> bytes:
+    """`{"findings": [...], "summary": {...}}` as `analyze --output json` writes it, plus the
+    watch status. Before the first evaluation: no findings, and the summary says stale."""
+    if evaluation is None:
+        evaluation = Evaluation(datetime.now(UTC), [], [], [], [])
+    document = {
+        "findings": [finding.to_dict() for finding in evaluation.findings],
+        "summary": {
+            **summary(evaluation, objects=status["objects"], load_errors=status["load_errors"]),
+            **status,
+        },
+    }
+    return orjson.dumps(document, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
