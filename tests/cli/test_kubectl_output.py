@@ -1,0 +1,88 @@
+"""analyze reads what a real `kubectl get -o yaml|json` prints, not just our hand-written files.
+
+The example objects are stored in a real kube-apiserver (in a fresh namespace, status written
+through the /status subresource as a controller would), read back with the real kubectl, and
+analysed: the findings must be the example's own, namespace aside.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+import yaml
+
+from tests.controlplane.harness import ControlPlane
+from watcher.cli import main
+
+pytestmark = pytest.mark.cluster
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+NOW = "2026-11-30T12:00:00Z"
+KINDS = "deployments,replicasets,pods,leases,gitrepositories,kustomizations,terraforms"
+
+
+@pytest.fixture
+def namespace(control_plane: ControlPlane) -> Iterator[str]:
+    name = f"t-{uuid.uuid4().hex[:10]}"
+    control_plane.kubectl("create", "namespace", name)
+    yield name
+    control_plane.kubectl("delete", "namespace", name, "--wait=false")
+
+
+def moved(value: Any, namespace: str) -> Any:
+    """The example moved from flux-system into the test's namespace: every mention, so names,
+    references, inventory ids and messages stay consistent with each other."""
+    return orjson.loads(orjson.dumps(value).replace(b"flux-system", namespace.encode()))
+
+
+def store(control_plane: ControlPlane, example: str, namespace: str) -> None:
+    """Create each object as a user would, then write its status as its controller would. A new
+    object's generation is 1, so the observed generations follow it."""
+    specs, statuses = [], []
+    for file in sorted((EXAMPLES / example).glob("*.yaml")):
+        for item in yaml.safe_load(file.read_text())["items"]:
+            obj = moved(item, namespace)
+            for server_owned in ("uid", "resourceVersion", "creationTimestamp", "generation"):
+                obj["metadata"].pop(server_owned, None)
+            status = obj.pop("status", None)
+            specs.append(obj)
+            if status is not None:
+                for holder in (status, *status.get("conditions", [])):
+                    if "observedGeneration" in holder:
+                        holder["observedGeneration"] = 1
+                statuses.append({**{k: obj[k] for k in ("apiVersion", "kind", "metadata")}, "status": status})
+    for subresource, objects in (([], specs), (["--subresource=status"], statuses)):
+        listed = orjson.dumps({"apiVersion": "v1", "kind": "List", "items": objects}).decode()
+        control_plane.kubectl("apply", "--server-side", *subresource, "-f", "-", stdin=listed)
+
+
+def findings(capsys: pytest.CaptureFixture[str], path: Path) -> list[dict[str, Any]]:
+    main(["analyze", "--now", NOW, "--output", "json", str(path)])
+    result: list[dict[str, Any]] = orjson.loads(capsys.readouterr().out)["findings"]
+    return result
+
+
+@pytest.mark.parametrize(
+    ("example", "output"),
+    [
+        pytest.param("tofu-controller-down", "yaml", id="tofu-controller-down-from-kubectl-yaml"),
+        pytest.param("reconciling-left-true", "json", id="reconciling-left-true-from-kubectl-json"),
+    ],
+)
+def test_real_kubectl_output_gives_the_examples_findings(
+    control_plane: ControlPlane,
+    namespace: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    example: str,
+    output: str,
+) -> None:
+    store(control_plane, example, namespace)
+    snapshot = tmp_path / f"snapshot.{output}"
+    snapshot.write_text(control_plane.kubectl("get", KINDS, "-n", namespace, "-o", output))
+    assert findings(capsys, snapshot) == moved(findings(capsys, EXAMPLES / example), namespace)
