@@ -1,8 +1,9 @@
 """The `stalewatch` command line: one small function per subcommand, wiring settings, loaders,
-the model and the renderers.
+the model and the renderers. `run` is the live watcher in watcher.app (its flags and handler).
 
-Exit codes: 0 nothing critical, 1 a critical root cause was found, 2 bad input or usage (the
-message says which file, object, flag or setting; never a traceback for a user mistake).
+`analyze` exit codes: 0 nothing critical, 1 a critical root cause was found, 2 bad input or
+usage (the message says which file, object, flag or setting; never a traceback for a user
+mistake). Bad configuration exits 2 for every subcommand.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ EXIT_CRITICAL = 1
 EXIT_BAD_INPUT = 2
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The parser; `argv` only decides whether the live watcher's flags are needed (see run)."""
     parser = argparse.ArgumentParser(
         prog="stalewatch",
         description="Is the doctor in the building? Correlates GitOps status with controller liveness.",
@@ -65,6 +67,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="evaluate as if it were this time, e.g. 2026-11-30T12:00:00Z (default: the current time)",
     )
     analyze.set_defaults(handler=_cmd_analyze)
+
+    run = commands.add_parser(
+        "run",
+        parents=[settings],
+        help="watch the cluster: metrics, alerts, web view and /api/v1/findings",
+        description="Watch the cluster read-only and serve the health model over HTTP until stopped.",
+    )
+    if "run" in argv:  # the live watcher takes seconds to import; analyze should not pay for it
+        from watcher.app import add_run_arguments, run_command
+
+        add_run_arguments(run)
+        run.set_defaults(handler=run_command)
 
     config = commands.add_parser("config", help="inspect the configuration")
     config_commands = config.add_subparsers(dest="config_command", metavar="COMMAND", required=True)
@@ -105,7 +119,8 @@ def parse_now(text: str) -> datetime:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv)
     try:
         args = parser.parse_args(argv)
     except SystemExit as stop:  # argparse printed help, the version, or a usage error

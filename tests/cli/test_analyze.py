@@ -323,3 +323,27 @@ def test_no_command_prints_help_and_exits_2(capsys: pytest.CaptureFixture[str]) 
 def test_version_names_the_program(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--version"]) == 0
     assert capsys.readouterr().out == f"stalewatch {__version__}\n"
+
+
+def test_run_is_wired_to_the_live_watcher_with_its_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--help"]) == 0
+    assert "--listen [HOST]:PORT" in capsys.readouterr().out
+
+
+def test_run_with_bad_configuration_exits_2_before_touching_a_cluster(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["run", "--listen", "nope"]) == 2
+    assert capsys.readouterr().err == (
+        "config: listen: expected [HOST]:PORT such as ':8080', '127.0.0.1:9090' or '[::1]:8080'; got 'nope'\n"
+    )
+
+
+def test_analyze_does_not_import_the_live_watcher() -> None:
+    script = (
+        "import sys; from watcher.cli import main; "
+        f"main(['analyze', '--now', {NOW!r}, {str(EXAMPLES / 'healthy')!r}]); "
+        "print('watcher.app' in sys.modules, 'kubernetes_asyncio' in sys.modules)"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert result.stdout.splitlines()[-1] == "False False"
