@@ -176,7 +176,7 @@ class Reflector:
                 continue
             except _Forbidden as error:
                 self._forbidden(str(error))
-                self.rv, reason = None, "forbidden"
+                self.rv, reason = None, ("forbidden" if self.stats.synced else "initial")
                 await self._sleep(self._options.forbidden_retry, wakeable=False)
             except _Interrupted:
                 await self._sleep(self._backoff.next(), wakeable=True)
