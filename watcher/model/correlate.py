@@ -16,14 +16,13 @@ Runs over findings, not objects, so its cost follows the number of problems. Ste
 
 from __future__ import annotations
 
-import dataclasses
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from watcher.model.controllers import Claims, ControllerState
-from watcher.model.graph import Store, inventory
+from watcher.model.graph import View, inventory, owner_workload, release_of
 from watcher.model.objects import (
     Key,
     condition,
@@ -73,20 +72,26 @@ def _order(subject: Subject) -> tuple[str, str, str]:
 class _Pass:
     """The working state of one correlation pass."""
 
-    def __init__(self, store: Store, claims: Claims, config: ModelConfig, now: datetime) -> None:
+    def __init__(self, store: View, claims: Claims, config: ModelConfig, now: datetime) -> None:
         self.store, self.claims, self.config, self.now = store, claims, config, now
         self.found: dict[str, Finding] = {}
+        self.keys: dict[str, Key] = {}
         self.links: dict[str, str] = {}
         self.extra: dict[str, list[Subject]] = defaultdict(list)
         self.by_subject: dict[Key, list[str]] = defaultdict(list)
         self.advice: dict[str, str] = {}
 
-    def add(self, finding: Finding, *, link: str | None = None) -> Finding:
-        copy = dataclasses.replace(finding, evidence=dict(finding.evidence), affected=[])
+    def add(self, finding: Finding, *, link: str | None = None, key: Key | None = None) -> Finding:
+        """A working copy: candidates are cached by the engine and must stay as they are, so
+        root_cause/affected/message are set on the copy and evidence is replaced, never mutated."""
+        f = finding
+        copy = Finding(f.id, f.type, f.severity, f.subject, f.message, f.since, f.evidence)
         self.found[copy.id] = copy
-        ids = self.by_subject[key_of_subject(copy.subject)]
+        key = self.keys[copy.id] = key or key_of_subject(copy.subject)
+        ids = self.by_subject[key]
         ids.append(copy.id)
-        ids.sort(key=lambda i: (_RANK[self.found[i].type], i))
+        if len(ids) > 1:
+            ids.sort(key=lambda i: (_RANK[self.found[i].type], i))
         if link is not None:
             self.links[copy.id] = link
         return copy
@@ -108,15 +113,15 @@ class _Pass:
         return ids[0] if ids else None
 
     def drop(self, finding_id_: str) -> None:
-        finding = self.found.pop(finding_id_)
-        self.by_subject[key_of_subject(finding.subject)].remove(finding_id_)
+        del self.found[finding_id_]
+        self.by_subject[self.keys.pop(finding_id_)].remove(finding_id_)
         self.links.pop(finding_id_, None)
 
 
 def correlate(
     candidates: Iterable[Finding],
     *,
-    store: Store,
+    view: View,
     claims: Claims,
     controllers: Sequence[ControllerState],
     removals: Sequence[Finding] = (),
@@ -124,14 +129,15 @@ def correlate(
     now: datetime,
 ) -> list[Finding]:
     """Root-attributed, deterministically ordered findings (roots first, critical first)."""
-    run = _Pass(store, claims, config, now)
+    run = _Pass(view, claims, config, now)
     own_pods = _controllers(run, controllers)
     for removal in removals:
         run.add(removal)
         run.extra[removal.id] = list(removal.affected)
-    stale = _stale(run)
-    for candidate in candidates:
-        _admit(run, candidate, stale, own_pods)
+    keyed = [(key_of_subject(c.subject), c) for c in candidates]
+    stale = {key for key, c in keyed if c.type is FindingType.STATUS_STALE}
+    for key, candidate in keyed:
+        _admit(run, key, candidate, stale, own_pods)
     _releases(run, own_pods)
     _dependencies(run)
     _crd_links(run)
@@ -160,26 +166,8 @@ def _controllers(run: _Pass, controllers: Sequence[ControllerState]) -> dict[Key
     return own
 
 
-def _stale(run: _Pass) -> set[Key]:
-    """StatusStale for every (not suspended) object whose controller is down."""
-    stale: set[Key] = set()
-    for group, kind in run.store.kinds():
-        if not run.claims.is_gitops(group, kind):
-            continue
-        claim = run.claims.claim(group, kind)
-        if claim.down is None:
-            continue
-        down_id = finding_id(FindingType.CONTROLLER_DOWN, claim.down.health.subject)
-        for key in sorted(run.store.of_kind(group, kind)):
-            obj = run.store.get(key)
-            if obj is None or dig(obj, "spec", "suspend") is True:
-                continue
-            stale.add(key)
-            run.add(_stale_finding(run, obj, claim.down), link=down_id)
-    return stale
-
-
-def _stale_finding(run: _Pass, obj: Mapping[str, Any], down: ControllerState) -> Finding:
+def stale_finding(obj: Mapping[str, Any], down: ControllerState, config: ModelConfig) -> Finding:
+    """StatusStale: the object's conditions are a cached report while its controller is down."""
     ready = condition(obj, "Ready")
     said = "no Ready condition"
     if ready is not None:
@@ -195,13 +183,28 @@ def _stale_finding(run: _Pass, obj: Mapping[str, Any], down: ControllerState) ->
     evidence = {
         "controller": name,
         "controller_reason": down.health.reason,
+        "controller_workload": finding_id(FindingType.CONTROLLER_DOWN, down.health.subject),
         "conditions": {c["type"]: c["status"] for c in dig(obj, "status", "conditions") or ()},
     }
-    return run.new(FindingType.STATUS_STALE, subject_of(obj), message, down.health.since, evidence)
+    kind = FindingType.STATUS_STALE
+    subject = subject_of(obj)
+    return Finding(
+        finding_id(kind, subject),
+        kind,
+        config.severities[kind],
+        subject,
+        message,
+        down.health.since,
+        evidence,
+    )
 
 
-def _admit(run: _Pass, candidate: Finding, stale: set[Key], own_pods: Mapping[Key, ControllerState]) -> None:
-    key = key_of_subject(candidate.subject)
+def _admit(
+    run: _Pass, key: Key, candidate: Finding, stale: set[Key], own_pods: Mapping[Key, ControllerState]
+) -> None:
+    if candidate.type is FindingType.STATUS_STALE:
+        run.add(candidate, link=candidate.evidence["controller_workload"], key=key)
+        return
     if key in stale and candidate.type is not FindingType.RETRY_LOOP:
         return  # a cached status proves nothing while its controller is down
     controller = own_pods.get(key)
@@ -215,25 +218,28 @@ def _admit(run: _Pass, candidate: Finding, stale: set[Key], own_pods: Mapping[Ke
         return  # the controller's own Pods and Events are its ControllerDown evidence
     existing = run.found.get(candidate.id)
     if existing is not None:  # several Events with one reason about one object: one loop
-        existing.evidence["count"] += candidate.evidence["count"]
+        existing.evidence = {
+            **existing.evidence,
+            "count": existing.evidence["count"] + candidate.evidence["count"],
+        }
         return
-    run.add(candidate)
+    run.add(candidate, key=key)
 
 
 def _releases(run: _Pass, own_pods: Mapping[Key, ControllerState]) -> None:
     """Pod -> workload links, and ReleaseReadyWorkloadFailing for releases that say Ready=True."""
     failing = [f for f in run.found.values() if f.type is FindingType.WORKLOAD_UNHEALTHY]
     for finding in sorted(failing, key=lambda f: f.id):
-        key = key_of_subject(finding.subject)
+        key = run.keys[finding.id]
         obj = run.store.get(key)
         if obj is None or key in own_pods:
             continue
-        workload_key = run.store.owner_workload(obj) if key.kind == "Pod" else key
+        workload_key = owner_workload(run.store, obj) if key.kind == "Pod" else key
         workload = run.store.get(workload_key) if workload_key is not None else None
         owner_finding = (
             run.primary(workload_key) if workload_key is not None and workload_key != key else None
         )
-        release_key = run.store.release_of(workload if workload is not None else obj)
+        release_key = release_of(run.store, workload if workload is not None else obj)
         release = run.store.get(release_key) if release_key is not None else None
         link = owner_finding
         if release is not None and release_key not in own_pods and is_true(release, "Ready"):
@@ -349,7 +355,10 @@ def _unexplained_block(run: _Pass, finding: Finding, waited: Sequence[Key]) -> N
     missing = [k for k in waited if run.store.get(k) is None]
     if missing and finding.evidence.get("waits_on") == "dependsOn":
         finding.message += " Missing: " + ", ".join(describe(k) for k in missing) + " (not found)."
-        finding.evidence["missing"] = [f"{k.kind}/{k.namespace}/{k.name}" for k in missing]
+        finding.evidence = {
+            **finding.evidence,
+            "missing": [f"{k.kind}/{k.namespace}/{k.name}" for k in missing],
+        }
     else:
         finding.message += (
             f" Nothing it waits on shows a problem, yet it has waited since {rfc3339(finding.since)}."
@@ -362,20 +371,21 @@ SIBLINGS_SHOWN = 3
 def _skew_siblings(run: _Pass) -> None:
     """Name objects on the same source that already run the revision a lagging one does not."""
     for finding in [f for f in run.found.values() if f.type is FindingType.REVISION_SKEW]:
-        obj = run.store.get(key_of_subject(finding.subject))
+        obj = run.store.get(run.keys[finding.id])
         source = source_key(obj) if obj is not None else None
         target = finding.evidence.get("source_revision") or finding.evidence.get("attempted_revision", "")
         if source is None or not target:
             continue
         ahead = []
-        for sibling in sorted(run.store.referrers("source", source) - {key_of_subject(finding.subject)}):
+        for sibling in sorted(run.store.referrers("source", source) - {run.keys[finding.id]}):
             other = run.store.get(sibling)
             if other is not None and same_revision(applied_revision(other), target):
                 ahead.append(sibling)
                 if len(ahead) == SIBLINGS_SHOWN:
                     break
         if ahead:
-            finding.evidence["siblings_on_revision"] = [f"{k.kind}/{k.namespace}/{k.name}" for k in ahead]
+            siblings = [f"{k.kind}/{k.namespace}/{k.name}" for k in ahead]
+            finding.evidence = {**finding.evidence, "siblings_on_revision": siblings}
             finding.message += (
                 f" Already on it from the same source: {', '.join(describe(k) for k in ahead)}."
             )
@@ -400,23 +410,25 @@ def _finish(run: _Pass) -> list[Finding]:
         for index, fid in enumerate(ids):
             parent[fid] = run.links.get(fid) if index == 0 else ids[0]
     roots: dict[str, str] = {}
+    members: dict[str, list[str]] = defaultdict(list)
     for fid in sorted(run.found):
-        roots[fid] = _root(fid, parent, roots)
-    affected: dict[str, dict[Key, Subject]] = defaultdict(dict)
-    for fid, root in sorted(roots.items()):
-        finding = run.found[fid]
+        root = _root(fid, parent, roots)
         if root != fid:
-            finding.root_cause = root
-            if key_of_subject(finding.subject) != key_of_subject(run.found[root].subject):
-                affected[root][key_of_subject(finding.subject)] = finding.subject
-    for fid, extra in run.extra.items():
-        for subject in extra:
-            affected[fid].setdefault(key_of_subject(subject), subject)
-    for fid, subjects in affected.items():
-        run.found[fid].affected = sorted(subjects.values(), key=_order)
+            run.found[fid].root_cause = root
+            members[root].append(fid)
+    for root, explained in members.items():
+        own = run.keys[root]
+        subjects = {run.keys[f]: run.found[f].subject for f in explained if run.keys[f] != own}
+        for subject in run.extra.pop(root, ()):
+            subjects.setdefault(key_of_subject(subject), subject)
+        run.found[root].affected = sorted(subjects.values(), key=_order)
+        if run.found[root].type is FindingType.CONTROLLER_DOWN:
+            _controller_message(run, run.found[root], explained)
+    for root, extra in run.extra.items():
+        run.found[root].affected = sorted(extra, key=_order)
     for finding in run.found.values():
-        if finding.type is FindingType.CONTROLLER_DOWN:
-            _controller_message(run, finding, roots)
+        if finding.type is FindingType.CONTROLLER_DOWN and finding.id not in members:
+            _controller_message(run, finding, [])
     return sorted(
         run.found.values(),
         key=lambda f: (not f.is_root, _SEVERITY_RANK.get(f.severity, 3), *_order(f.subject), f.type, f.id),
@@ -441,10 +453,9 @@ def _root(fid: str, parent: Mapping[str, str | None], roots: dict[str, str]) -> 
     return root
 
 
-def _controller_message(run: _Pass, finding: Finding, roots: Mapping[str, str]) -> None:
-    explained = [run.found[f] for f, root in roots.items() if root == finding.id and f != finding.id]
-    stale = sum(1 for f in explained if f.type is FindingType.STATUS_STALE)
-    others = len({key_of_subject(f.subject) for f in explained if f.type is not FindingType.STATUS_STALE})
+def _controller_message(run: _Pass, finding: Finding, explained: Sequence[str]) -> None:
+    stale = sum(1 for f in explained if run.found[f].type is FindingType.STATUS_STALE)
+    others = len({run.keys[f] for f in explained if run.found[f].type is not FindingType.STATUS_STALE})
     if stale:
         finding.message += f" {stale} objects it reconciles report a cached status"
         finding.message += f" and {others} more are blocked behind them." if others else "."

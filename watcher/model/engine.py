@@ -37,12 +37,13 @@ from watcher.model.controllers import (
     match_spec,
     owns_pod,
 )
-from watcher.model.correlate import correlate
-from watcher.model.graph import Store
+from watcher.model.correlate import correlate, stale_finding
+from watcher.model.graph import Recorder, Store, links_of
 from watcher.model.kstatus import compute_status
 from watcher.model.objects import (
     Key,
     condition,
+    dig,
     is_deleting,
     key_of,
     newest_transition,
@@ -138,6 +139,12 @@ class HealthModel:
         self._revisions: _Table[RevisionInfo] = _Table()
         self._changed = True
         self._last: Evaluation | None = None
+        self._recheck = True
+        """Correlate again regardless of what changed (controllers, removals, time, blindness)."""
+        self._candidates_changed = False
+        self._touched: set[Key] = set()
+        self._touched_edges: set[tuple[str, Key]] = set()
+        self._reads: Recorder | None = None
 
     # -- Events ------------------------------------------------------------------------------
 
@@ -186,7 +193,7 @@ class HealthModel:
             if kind in changed:
                 self._dirty.update(self._store.raw_of_kind(group, kind))
         self._dirty_controllers.update(self._controllers)
-        self._changed = True
+        self._changed = self._recheck = True
 
     def _touch(
         self, key: Key, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None, *, now: datetime
@@ -194,6 +201,10 @@ class HealthModel:
         """Mark what this change can affect: the object, its dependents, its controllers."""
         self._changed = True
         self._dirty.add(key)
+        self._touched.add(key)
+        for obj in (old, new):
+            if obj is not None:
+                self._touched_edges |= links_of(obj)
         self._dirty.update(self._store.referrers("source", key))
         namespace = key.namespace
         if key.kind in WORKLOAD_KINDS and key.group == "apps":
@@ -247,12 +258,14 @@ class HealthModel:
             if removal is not None:  # the CRD is back
                 del self._removals[key]
                 self._schedule("r", key, None)
+                self._recheck = True
             return
         if removal is None:
             found = self._removal(crd, now=now)
             if found is None:
                 return
             removal = self._removals[key] = _Removal(found)
+            self._recheck = True
         if deleted and removal.gone_at is None:
             removal.gone_at = now
             self._schedule("r", key, now + self._config.thresholds.crd_removed_retention)
@@ -311,7 +324,7 @@ class HealthModel:
             if self._due.get((tag, key)) != when:
                 continue  # superseded
             del self._due[tag, key]
-            self._changed = True
+            self._changed = self._recheck = True
             if tag == "o":
                 self._dirty.add(key)
             elif tag == "c":
@@ -322,7 +335,12 @@ class HealthModel:
     # -- Evaluation ----------------------------------------------------------------------------
 
     def evaluate(self, now: datetime) -> Evaluation:
-        """Everything the renderers need at `now`; cheap when nothing changed or fell due."""
+        """Everything the renderers need at `now`; cheap when nothing changed or fell due.
+
+        Correlation runs again only when a candidate finding or a controller verdict changed,
+        time made something due, or an event touched an object (or an edge) the previous
+        correlation read; otherwise its findings still hold.
+        """
         self._pop_due(now)
         if not self._changed and self._last is not None:
             return dataclasses.replace(self._last, now=now)
@@ -330,16 +348,23 @@ class HealthModel:
         dirty, self._dirty = self._dirty, set()
         for key in dirty:
             self._refresh_object(key, now)
-        candidates = [f for key in sorted(self._with_findings) for f in self._local[key].findings]
-        findings = correlate(
-            candidates,
-            store=self._store,
-            claims=self._claims,
-            controllers=self._visible_states(),
-            removals=[r.finding for _, r in sorted(self._removals.items())],
-            config=self._config,
-            now=now,
-        )
+        if self._last is None or self._must_correlate():
+            reads = Recorder(self._store)
+            candidates = [f for key in sorted(self._with_findings) for f in self._local[key].findings]
+            findings = correlate(
+                candidates,
+                view=reads,
+                claims=self._claims,
+                controllers=self._visible_states(),
+                removals=[r.finding for _, r in sorted(self._removals.items())],
+                config=self._config,
+                now=now,
+            )
+            self._reads = reads
+        else:
+            findings = self._last.findings
+        self._recheck = self._candidates_changed = False
+        self._touched, self._touched_edges = set(), set()
         self._last = Evaluation(
             now=now,
             findings=findings,
@@ -349,6 +374,13 @@ class HealthModel:
         )
         self._changed = False
         return self._last
+
+    def _must_correlate(self) -> bool:
+        if self._recheck or self._candidates_changed or self._reads is None:
+            return True
+        return not self._touched.isdisjoint(self._reads.keys) or not self._touched_edges.isdisjoint(
+            self._reads.edges
+        )
 
     def _visible_states(self) -> list[ControllerState]:
         return [state for key, state in sorted(self._states.items()) if self._store.visible(key.kind)]
@@ -361,7 +393,8 @@ class HealthModel:
             spec = self._controllers.get(key)
             workload = self._store.get(key)
             if spec is None or workload is None:
-                self._states.pop(key, None)
+                if self._states.pop(key, None) is not None:
+                    self._recheck = True
                 self._schedule("c", key, None)
                 continue
             pods = [
@@ -376,6 +409,8 @@ class HealthModel:
                 now=now,
                 thresholds=self._config.thresholds,
             )
+            if _significant(self._states.get(key), state):
+                self._recheck = True
             self._states[key] = state
             self._schedule("c", key, state.deadline)
         claims = Claims(self._config.controllers, self._visible_states())
@@ -391,6 +426,8 @@ class HealthModel:
         obj = self._store.get(key)
         gitops = is_gitops(self._config.controllers, key.group, key.kind)
         if obj is None:
+            if key in self._with_findings:
+                self._candidates_changed = True
             self._local.pop(key, None)
             self._with_findings.discard(key)
             self._schedule("o", key, None)
@@ -398,8 +435,15 @@ class HealthModel:
             self._revisions.set(key, None)
             return
         ctx = Ctx(now, self._config, self._store.get)
-        findings = local_findings(obj, ctx, gitops=gitops)
+        down = self._claims.claim(key.group, key.kind).down if gitops else None
+        if down is not None and dig(obj, "spec", "suspend") is not True:
+            findings = [stale_finding(obj, down, self._config)]
+        else:
+            findings = local_findings(obj, ctx, gitops=gitops)
         deadline = min(ctx.pending, default=None)
+        previous = self._local.get(key)
+        if findings != (previous.findings if previous is not None else []):
+            self._candidates_changed = True
         if findings or deadline is not None:
             self._local[key] = _Local(findings, deadline)
         else:
@@ -434,3 +478,13 @@ class HealthModel:
 
 def _verdict(claim: Claim) -> tuple[str | None, bool]:
     return claim.name, claim.down is not None
+
+
+def _significant(old: ControllerState | None, new: ControllerState) -> bool:
+    """A change correlation must see: the verdict, the Pods it owns, or, while down, its proof.
+
+    A healthy controller renews its Lease every few seconds; that alone changes nothing.
+    """
+    if old is None or old.health != new.health or old.pods != new.pods:
+        return True
+    return not new.health.up and (old.detail != new.detail or old.evidence != new.evidence)

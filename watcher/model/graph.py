@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from watcher.model.objects import Key, annotations_of, dig, group_of, key_of, labels_of, text
 from watcher.model.rules import HELM_GROUP, KUSTOMIZE_GROUP, REVISIONED_KINDS, dependencies, source_key
@@ -155,53 +155,86 @@ class Store:
             return set()
         return {k for k in found if k.kind not in self.blind}
 
-    # -- Ownership ------------------------------------------------------------------------
 
-    def owner_workload(self, pod: Mapping[str, Any]) -> Key | None:
-        """Pod -> ReplicaSet -> Deployment (or StatefulSet/DaemonSet/Job) via ownerReferences.
+class View(Protocol):
+    """What correlation may read: objects by key and reverse edges (blindness applied)."""
 
-        Without the ReplicaSet object, its name minus the pod-template-hash names the Deployment.
-        """
-        namespace = pod["metadata"].get("namespace", "")
-        for ref in dig(pod, "metadata", "ownerReferences") or ():
-            if not ref.get("controller", False) or not ref.get("name"):
-                continue
-            kind, name = ref.get("kind", ""), ref["name"]
-            if kind != "ReplicaSet":
-                return Key(group_of(ref.get("apiVersion", "")), kind, namespace, name)
-            replicaset = self.get(Key("apps", "ReplicaSet", namespace, name))
-            if replicaset is not None:
-                for parent in dig(replicaset, "metadata", "ownerReferences") or ():
-                    if parent.get("kind") == "Deployment" and parent.get("name"):
-                        return Key("apps", "Deployment", namespace, parent["name"])
-                return Key("apps", "ReplicaSet", namespace, name)
-            template_hash = labels_of(pod).get("pod-template-hash", "")
-            if template_hash and name.endswith(f"-{template_hash}"):
-                return Key("apps", "Deployment", namespace, name[: -len(template_hash) - 1])
+    def get(self, key: Key) -> dict[str, Any] | None: ...
+
+    def referrers(self, edge: str, target: Key) -> set[Key]: ...
+
+
+class Recorder:
+    """A View that remembers what it was asked, so a later change can tell whether it matters.
+
+    Misses are recorded too: an object appearing where one was looked for is a change.
+    """
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self.keys: set[Key] = set()
+        self.edges: set[tuple[str, Key]] = set()
+
+    def get(self, key: Key) -> dict[str, Any] | None:
+        self.keys.add(key)
+        return self._store.get(key)
+
+    def referrers(self, edge: str, target: Key) -> set[Key]:
+        self.edges.add((edge, target))
+        return self._store.referrers(edge, target)
+
+
+def links_of(obj: Mapping[str, Any]) -> set[tuple[str, Key]]:
+    """Every (edge, target) this object contributes to the reverse indexes."""
+    return {(edge, target) for edge, targets in _links(obj).items() for target in targets}
+
+
+# -- Ownership ----------------------------------------------------------------------------------
+
+
+def owner_workload(view: View, pod: Mapping[str, Any]) -> Key | None:
+    """Pod -> ReplicaSet -> Deployment (or StatefulSet/DaemonSet/Job) via ownerReferences.
+
+    Without the ReplicaSet object, its name minus the pod-template-hash names the Deployment.
+    """
+    namespace = pod["metadata"].get("namespace", "")
+    for ref in dig(pod, "metadata", "ownerReferences") or ():
+        if not ref.get("controller", False) or not ref.get("name"):
+            continue
+        kind, name = ref.get("kind", ""), ref["name"]
+        if kind != "ReplicaSet":
+            return Key(group_of(ref.get("apiVersion", "")), kind, namespace, name)
+        replicaset = view.get(Key("apps", "ReplicaSet", namespace, name))
+        if replicaset is not None:
+            for parent in dig(replicaset, "metadata", "ownerReferences") or ():
+                if parent.get("kind") == "Deployment" and parent.get("name"):
+                    return Key("apps", "Deployment", namespace, parent["name"])
             return Key("apps", "ReplicaSet", namespace, name)
-        return None
+        template_hash = labels_of(pod).get("pod-template-hash", "")
+        if template_hash and name.endswith(f"-{template_hash}"):
+            return Key("apps", "Deployment", namespace, name[: -len(template_hash) - 1])
+        return Key("apps", "ReplicaSet", namespace, name)
+    return None
 
-    def release_of(self, workload: Mapping[str, Any]) -> Key | None:
-        """The HelmRelease or Kustomization that installed a workload.
 
-        Helm ownership first (helm.toolkit.fluxcd.io/name+namespace labels, then the
-        meta.helm.sh/release-name+namespace annotations), then kustomize-controller's
-        kustomize.toolkit.fluxcd.io/name+namespace labels, then Kustomization inventories.
-        """
-        own, notes = labels_of(workload), annotations_of(workload)
-        name, namespace = own.get(f"{HELM_GROUP}/name"), own.get(f"{HELM_GROUP}/namespace")
-        if name and namespace:
-            return Key(HELM_GROUP, "HelmRelease", namespace, name)
-        release, release_ns = (
-            notes.get("meta.helm.sh/release-name"),
-            notes.get("meta.helm.sh/release-namespace"),
-        )
-        if release and release_ns:
-            owners = self.referrers("release", Key(*_RELEASE, release_ns, release))
-            if owners:
-                return min(owners)
-        name, namespace = own.get(f"{KUSTOMIZE_GROUP}/name"), own.get(f"{KUSTOMIZE_GROUP}/namespace")
-        if name and namespace:
-            return Key(KUSTOMIZE_GROUP, "Kustomization", namespace, name)
-        parents = self.referrers("inventory", key_of(workload))
-        return min(parents) if parents else None
+def release_of(view: View, workload: Mapping[str, Any]) -> Key | None:
+    """The HelmRelease or Kustomization that installed a workload.
+
+    Helm ownership first (helm.toolkit.fluxcd.io/name+namespace labels, then the
+    meta.helm.sh/release-name+namespace annotations), then kustomize-controller's
+    kustomize.toolkit.fluxcd.io/name+namespace labels, then Kustomization inventories.
+    """
+    own, notes = labels_of(workload), annotations_of(workload)
+    name, namespace = own.get(f"{HELM_GROUP}/name"), own.get(f"{HELM_GROUP}/namespace")
+    if name and namespace:
+        return Key(HELM_GROUP, "HelmRelease", namespace, name)
+    release, release_ns = notes.get("meta.helm.sh/release-name"), notes.get("meta.helm.sh/release-namespace")
+    if release and release_ns:
+        owners = view.referrers("release", Key(*_RELEASE, release_ns, release))
+        if owners:
+            return min(owners)
+    name, namespace = own.get(f"{KUSTOMIZE_GROUP}/name"), own.get(f"{KUSTOMIZE_GROUP}/namespace")
+    if name and namespace:
+        return Key(KUSTOMIZE_GROUP, "Kustomization", namespace, name)
+    parents = view.referrers("inventory", key_of(workload))
+    return min(parents) if parents else None

@@ -76,9 +76,10 @@ def dig(obj: Mapping[str, Any], *path: str) -> Any:
     """The value at `path`, or None when any step is missing."""
     current: Any = obj
     for step in path:
-        if not isinstance(current, Mapping):
+        if type(current) is dict or isinstance(current, Mapping):  # a dict is by far the usual case
+            current = current.get(step)
+        else:
             return None
-        current = current.get(step)
     return current
 
 

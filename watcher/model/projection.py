@@ -20,9 +20,8 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NoReturn
 
 MESSAGE_LIMIT = 1024
 """Condition and Event messages beyond this are cut (Flux messages can be tens of KiB)."""
@@ -36,42 +35,58 @@ class _Drop(Exception):
     """A lenient field was wrong: leave it out and keep the object."""
 
 
-Check = Callable[[Any, str], Any]
+class _Malformed(Exception):
+    """A strict field was wrong; each enclosing level adds its step to `path` on the way out."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.path: list[str] = []
+
+    def where(self) -> str:
+        steps = reversed(self.path)
+        return "".join(step if step.startswith("[") else f".{step}" for step in steps).lstrip(".")
 
 
-@dataclass(frozen=True, slots=True)
-class _Str:
-    limit: int | None = None
-    strict: bool = False
-    intern: bool = False
+Check = Callable[[Any], Any]
+"""Validates one value and returns what to keep; raises _Drop (lenient) or _Malformed (strict)."""
 
-    def __call__(self, value: Any, path: str) -> Any:
+
+def _reject(strict: bool, problem: str) -> NoReturn:
+    if strict:
+        raise _Malformed(problem)
+    raise _Drop
+
+
+def _str(limit: int | None = None, *, strict: bool = False, intern: bool = False) -> Check:
+    def check(value: Any) -> Any:
         if not isinstance(value, str):
-            _reject(self.strict, path, "is not a string")
-        if self.limit is not None and len(value) > self.limit:
-            if self.strict:
-                raise MalformedObject(f"{path} is longer than {self.limit} characters")
-            value = value[: self.limit - 1] + "…"
-        return sys.intern(value) if self.intern else value
+            _reject(strict, "is not a string")
+        if limit is not None and len(value) > limit:
+            if strict:
+                raise _Malformed(f"is longer than {limit} characters")
+            value = value[: limit - 1] + "…"
+        return sys.intern(value) if intern else value
+
+    return check
 
 
-@dataclass(frozen=True, slots=True)
-class _Int:
-    strict: bool = False
-
-    def __call__(self, value: Any, path: str) -> Any:
-        if isinstance(value, bool) or not isinstance(value, int):
-            _reject(self.strict, path, "is not an integer")
+def _int(strict: bool = False) -> Check:
+    def check(value: Any) -> Any:
+        if type(value) is not int:  # bool is an int subclass, and not a count
+            _reject(strict, "is not an integer")
         return value
 
+    return check
 
-def _bool(value: Any, path: str) -> Any:
-    if not isinstance(value, bool):
+
+def _bool(value: Any) -> Any:
+    if type(value) is not bool:
         raise _Drop
     return value
 
 
-def _time(value: Any, path: str) -> Any:
+def _time(value: Any) -> Any:
     """RFC3339 strings are kept as written; YAML-parsed datetimes are spelled back out."""
     if isinstance(value, datetime):
         moment = value if value.tzinfo else value.replace(tzinfo=UTC)
@@ -85,89 +100,92 @@ def _time(value: Any, path: str) -> Any:
     return value
 
 
-@dataclass(frozen=True, slots=True)
-class _Labels:
+def _labels(
+    limit: int, *, keep: Callable[[str], bool] | None = None, value_limit: int | None = None
+) -> Check:
     """A str->str map; entries with other values are dropped, too many is malformed."""
 
-    limit: int
-    keep: Callable[[str], bool] | None = None
-    value_limit: int | None = None
-
-    def __call__(self, value: Any, path: str) -> Any:
+    def check(value: Any) -> Any:
         if not isinstance(value, Mapping):
             raise _Drop
         kept = {
-            sys.intern(k): v if self.value_limit is None else v[: self.value_limit]
+            sys.intern(k): v if value_limit is None else v[:value_limit]
             for k, v in value.items()
-            if isinstance(k, str) and isinstance(v, str) and (self.keep is None or self.keep(k))
+            if isinstance(k, str) and isinstance(v, str) and (keep is None or keep(k))
         }
-        if len(kept) > self.limit:
-            raise MalformedObject(f"{path} has {len(kept)} entries (more than {self.limit})")
-        if not kept:
-            raise _Drop
+        if len(kept) > limit:
+            raise _Malformed(f"has {len(kept)} entries (more than {limit})")
         return kept
 
+    return check
 
-@dataclass(frozen=True, slots=True)
-class _Obj:
-    fields: Mapping[str, Check]
-    strict: bool = False
-    """A value that is not a mapping at all is malformed (else it is dropped)."""
-    required: tuple[str, ...] = ()
-    """Entries that must be present; without them this (lenient) entry is dropped."""
 
-    def __call__(self, value: Any, path: str) -> Any:
-        if not isinstance(value, Mapping):
-            _reject(self.strict, path, "is not an object")
+def _obj(fields: Mapping[str, Check], *, strict: bool = False, required: tuple[str, ...] = ()) -> Check:
+    """A mapping of known fields. `strict`: a non-mapping is malformed (else dropped).
+    `required`: without these entries, this (lenient) entry is dropped."""
+
+    def check(value: Any) -> Any:
+        if type(value) is not dict and not isinstance(value, Mapping):
+            _reject(strict, "is not an object")
         out: dict[str, Any] = {}
-        for name, check in self.fields.items():
-            if name not in value or value[name] is None:
+        for name, item in value.items():
+            field = fields.get(name)
+            if field is None or item is None:
                 continue
             try:
-                out[name] = check(value[name], f"{path}.{name}")
+                out[name] = field(item)
             except _Drop:
                 continue
-        if any(name not in out for name in self.required):
-            raise _Drop
+            except _Malformed as error:
+                error.path.append(name)
+                raise
+        for name in required:
+            if name not in out:
+                raise _Drop
         return out
 
+    return check
 
-@dataclass(frozen=True, slots=True)
-class _List:
-    item: Check
-    limit: int
-    strict: bool = False
-    truncate: bool = False
-    """Keep only the first `limit` entries instead of calling a longer list malformed."""
 
-    def __call__(self, value: Any, path: str) -> Any:
+def _list(
+    item: Check,
+    *,
+    limit: int,
+    strict: bool = False,
+    truncate: bool = False,
+    only: Callable[[Any], bool] | None = None,
+) -> Check:
+    """A list. Longer than `limit` is malformed, or cut when `truncate`; `only` filters entries first."""
+
+    def check(value: Any) -> Any:
         if not isinstance(value, list):
-            _reject(self.strict, path, "is not a list")
-        if len(value) > self.limit:
-            if not self.truncate:
-                raise MalformedObject(f"{path} has {len(value)} entries (more than {self.limit})")
-            value = value[: self.limit]
+            _reject(strict, "is not a list")
+        if only is not None:
+            value = [entry for entry in value if only(entry)]
+        if len(value) > limit:
+            if not truncate:
+                raise _Malformed(f"has {len(value)} entries (more than {limit})")
+            value = value[:limit]
         out = []
         for index, entry in enumerate(value):
             try:
-                out.append(self.item(entry, f"{path}[{index}]"))
+                out.append(item(entry))
             except _Drop:
                 continue
+            except _Malformed as error:
+                error.path.append(f"[{index}]")
+                raise
         return out
 
-
-def _reject(strict: bool, path: str, problem: str) -> Any:
-    if strict:
-        raise MalformedObject(f"{path} {problem}")
-    raise _Drop
+    return check
 
 
-_S = _Str()
-_NAME = _Str(limit=253)
-_TOKEN = _Str(limit=316, intern=True)
-_MESSAGE = _Str(limit=MESSAGE_LIMIT)
-_I = _Int()
-_REF = _Obj({"apiVersion": _TOKEN, "kind": _TOKEN, "name": _NAME, "namespace": _NAME})
+_S = _str()
+_NAME = _str(253)
+_TOKEN = _str(316, intern=True)
+_MESSAGE = _str(MESSAGE_LIMIT)
+_I = _int()
+_REF = _obj({"apiVersion": _TOKEN, "kind": _TOKEN, "name": _NAME, "namespace": _NAME})
 
 _KEPT_ANNOTATIONS = (
     "reconcile.fluxcd.io/",
@@ -176,7 +194,7 @@ _KEPT_ANNOTATIONS = (
     "kustomize.toolkit.fluxcd.io/",
 )
 
-_CONDITION = _Obj(
+_CONDITION = _obj(
     {
         "type": _TOKEN,
         "status": _TOKEN,
@@ -189,31 +207,31 @@ _CONDITION = _Obj(
     strict=True,
     required=("type", "status"),
 )
-_CONDITIONS = _List(_CONDITION, limit=64, strict=True)
+_CONDITIONS = _list(_CONDITION, limit=64, strict=True)
 
 _METADATA_FIELDS: dict[str, Check] = {
-    "name": _Str(limit=253, strict=True),
-    "namespace": _Str(limit=63, strict=True, intern=True),
+    "name": _str(253, strict=True),
+    "namespace": _str(63, strict=True, intern=True),
     "uid": _S,
-    "generation": _Int(strict=True),
+    "generation": _int(strict=True),
     "creationTimestamp": _time,
     "deletionTimestamp": _time,
-    "labels": _Labels(limit=256),
-    "annotations": _Labels(
+    "labels": _labels(256),
+    "annotations": _labels(
         limit=64, keep=lambda k: k.startswith(_KEPT_ANNOTATIONS), value_limit=MESSAGE_LIMIT
     ),
-    "ownerReferences": _List(
-        _Obj({"apiVersion": _TOKEN, "kind": _TOKEN, "name": _NAME, "uid": _S, "controller": _bool}),
+    "ownerReferences": _list(
+        _obj({"apiVersion": _TOKEN, "kind": _TOKEN, "name": _NAME, "uid": _S, "controller": _bool}),
         limit=32,
     ),
 }
-_MANAGED_FIELDS = _List(
-    _Obj({"manager": _TOKEN, "operation": _TOKEN, "subresource": _TOKEN, "time": _time}),
+_MANAGED_FIELDS = _list(
+    _obj({"manager": _TOKEN, "operation": _TOKEN, "subresource": _TOKEN, "time": _time}),
     limit=32,
     truncate=True,
 )
-_CONTAINERS = _List(_Obj({"name": _TOKEN, "image": _Str(limit=1024)}), limit=64)
-_SELECTOR = _Obj({"matchLabels": _Labels(limit=64)})
+_CONTAINERS = _list(_obj({"name": _TOKEN, "image": _str(1024)}), limit=64)
+_SELECTOR = _obj({"matchLabels": _labels(64)})
 
 # -- Kind-specific spec and status fields -----------------------------------------------------
 
@@ -222,11 +240,11 @@ _GITOPS_SPEC: dict[str, Check] = {
     "retryInterval": _TOKEN,
     "suspend": _bool,
     "sourceRef": _REF,
-    "dependsOn": _List(
-        _Obj({"name": _NAME, "namespace": _NAME, "kind": _TOKEN, "apiVersion": _TOKEN}, required=("name",)),
+    "dependsOn": _list(
+        _obj({"name": _NAME, "namespace": _NAME, "kind": _TOKEN, "apiVersion": _TOKEN}, required=("name",)),
         limit=256,
     ),
-    "chart": _Obj({"spec": _Obj({"chart": _S, "version": _S, "sourceRef": _REF})}),
+    "chart": _obj({"spec": _obj({"chart": _S, "version": _S, "sourceRef": _REF})}),
     "chartRef": _REF,
     "releaseName": _NAME,
     "targetNamespace": _NAME,
@@ -235,15 +253,15 @@ _GITOPS_SPEC: dict[str, Check] = {
 }
 _GITOPS_STATUS: dict[str, Check] = {
     "conditions": _CONDITIONS,
-    "observedGeneration": _Int(strict=True),
+    "observedGeneration": _int(strict=True),
     "lastAppliedRevision": _S,
     "lastAttemptedRevision": _S,
     "lastHandledReconcileAt": _S,
     "helmChart": _S,
-    "artifact": _Obj({"revision": _S, "digest": _S, "lastUpdateTime": _time}),
-    "inventory": _Obj({"entries": _List(_Obj({"id": _S, "v": _TOKEN}, required=("id",)), limit=100_000)}),
-    "history": _List(
-        _Obj(
+    "artifact": _obj({"revision": _S, "digest": _S, "lastUpdateTime": _time}),
+    "inventory": _obj({"entries": _list(_obj({"id": _S, "v": _TOKEN}, required=("id",)), limit=100_000)}),
+    "history": _list(
+        _obj(
             {
                 "name": _NAME,
                 "namespace": _NAME,
@@ -259,19 +277,19 @@ _GITOPS_STATUS: dict[str, Check] = {
         limit=5,
         truncate=True,
     ),
-    "plan": _Obj({"pending": _S}),
+    "plan": _obj({"pending": _S}),
 }
 
 _WORKLOAD_SPEC: dict[str, Check] = {
     "replicas": _I,
     "selector": _SELECTOR,
     "progressDeadlineSeconds": _I,
-    "updateStrategy": _Obj({"type": _TOKEN, "rollingUpdate": _Obj({"partition": _I})}),
-    "template": _Obj({"spec": _Obj({"containers": _CONTAINERS, "initContainers": _CONTAINERS})}),
+    "updateStrategy": _obj({"type": _TOKEN, "rollingUpdate": _obj({"partition": _I})}),
+    "template": _obj({"spec": _obj({"containers": _CONTAINERS, "initContainers": _CONTAINERS})}),
 }
 _WORKLOAD_STATUS: dict[str, Check] = {
     "conditions": _CONDITIONS,
-    "observedGeneration": _Int(strict=True),
+    "observedGeneration": _int(strict=True),
     **{
         name: _I
         for name in (
@@ -300,14 +318,14 @@ _STATE_TIMES: dict[str, Check] = {
     "finishedAt": _time,
     "exitCode": _I,
 }
-_CONTAINER_STATE = _Obj(
-    {"waiting": _Obj(_STATE_TIMES), "running": _Obj(_STATE_TIMES), "terminated": _Obj(_STATE_TIMES)}
+_CONTAINER_STATE = _obj(
+    {"waiting": _obj(_STATE_TIMES), "running": _obj(_STATE_TIMES), "terminated": _obj(_STATE_TIMES)}
 )
-_CONTAINER_STATUSES = _List(
-    _Obj(
+_CONTAINER_STATUSES = _list(
+    _obj(
         {
             "name": _TOKEN,
-            "image": _Str(limit=1024),
+            "image": _str(1024),
             "ready": _bool,
             "restartCount": _I,
             "state": _CONTAINER_STATE,
@@ -317,7 +335,7 @@ _CONTAINER_STATUSES = _List(
     ),
     limit=64,
 )
-_POD_CONDITIONS = ("Ready", "PodScheduled")
+_POD_CONDITIONS = frozenset({"Ready", "PodScheduled"})
 """The only Pod conditions any rule reads (kstatus' Pod rule and ours); the rest is dropped."""
 
 _POD_SPEC: dict[str, Check] = {"containers": _CONTAINERS, "initContainers": _CONTAINERS}
@@ -325,7 +343,12 @@ _POD_STATUS: dict[str, Check] = {
     "phase": _TOKEN,
     "reason": _TOKEN,
     "startTime": _time,
-    "conditions": _CONDITIONS,
+    "conditions": _list(
+        _CONDITION,
+        limit=64,
+        strict=True,
+        only=lambda c: type(c) is not dict or c.get("type") in _POD_CONDITIONS,
+    ),
     "containerStatuses": _CONTAINER_STATUSES,
     "initContainerStatuses": _CONTAINER_STATUSES,
 }
@@ -340,8 +363,8 @@ _LEASE_SPEC: dict[str, Check] = {
 _CRD_SPEC: dict[str, Check] = {
     "group": _TOKEN,
     "scope": _TOKEN,
-    "names": _Obj({"kind": _TOKEN, "plural": _TOKEN}),
-    "versions": _List(_Obj({"name": _TOKEN, "served": _bool, "storage": _bool}), limit=64),
+    "names": _obj({"kind": _TOKEN, "plural": _TOKEN}),
+    "versions": _list(_obj({"name": _TOKEN, "served": _bool, "storage": _bool}), limit=64),
 }
 _JOB_SPEC: dict[str, Check] = {"parallelism": _I, "completions": _I, "suspend": _bool}
 _JOB_STATUS: dict[str, Check] = {
@@ -379,8 +402,8 @@ _EVENT_FIELDS: dict[str, Check] = {
     "firstTimestamp": _time,
     "lastTimestamp": _time,
     "eventTime": _time,
-    "series": _Obj({"count": _I, "lastObservedTime": _time}),
-    "involvedObject": _Obj(
+    "series": _obj({"count": _I, "lastObservedTime": _time}),
+    "involvedObject": _obj(
         {"apiVersion": _TOKEN, "kind": _TOKEN, "name": _NAME, "namespace": _NAME, "uid": _S},
         required=("kind", "name"),
     ),
@@ -396,6 +419,18 @@ _EVENTS_V1_RENAMES = {
 """events.k8s.io/v1 spells the core/v1 fields differently; projections use the core/v1 names."""
 
 
+_METADATA = _obj({**_METADATA_FIELDS, "managedFields": _MANAGED_FIELDS}, strict=True)
+_METADATA_WITHOUT_HISTORY = _obj(_METADATA_FIELDS, strict=True)
+"""Pods and Events change constantly and no rule dates their spec writes: no managedFields."""
+
+_CHECKS: dict[tuple[str, str], tuple[Check, Check, Check]] = {
+    group_kind: (_METADATA_WITHOUT_HISTORY if group_kind[1] == "Pod" else _METADATA, _obj(spec), _obj(status))
+    for group_kind, (spec, status) in _SECTIONS.items()
+}
+_CUSTOM = (_METADATA, _obj(_GITOPS_SPEC), _obj(_GITOPS_STATUS))
+_EVENT = _obj(_EVENT_FIELDS)
+
+
 def project(obj: Mapping[str, Any]) -> dict[str, Any]:
     """Keep only what the model reads, validated; raise MalformedObject when unusable."""
     if not isinstance(obj, Mapping):
@@ -407,51 +442,46 @@ def project(obj: Mapping[str, Any]) -> dict[str, Any]:
         raise MalformedObject(f"{kind}: object has no apiVersion")
     if not isinstance(metadata, Mapping) or not isinstance(metadata.get("name"), str) or not metadata["name"]:
         raise MalformedObject(f"{kind}: object has no metadata.name")
-    where = (
-        f"{kind} {metadata.get('namespace')}/{metadata['name']}"
-        if metadata.get("namespace")
-        else (f"{kind} {metadata['name']}")
-    )
     try:
-        return _project(obj, kind, api_version)
-    except MalformedObject as error:
-        raise MalformedObject(f"{where}: {error}") from None
+        return _project(obj, kind, api_version, metadata)
+    except _Malformed as error:
+        namespace = metadata.get("namespace")
+        where = f"{kind} {namespace}/{metadata['name']}" if namespace else f"{kind} {metadata['name']}"
+        raise MalformedObject(f"{where}: {error.where()} {error.problem}") from None
 
 
-def _project(obj: Mapping[str, Any], kind: str, api_version: str) -> dict[str, Any]:
+def _project(
+    obj: Mapping[str, Any], kind: str, api_version: str, metadata: Mapping[str, Any]
+) -> dict[str, Any]:
     group = api_version.rpartition("/")[0]
-    meta_fields = dict(_METADATA_FIELDS)
-    if kind not in ("Pod", "Event"):
-        meta_fields["managedFields"] = _MANAGED_FIELDS
-    out: dict[str, Any] = {
-        "apiVersion": sys.intern(api_version),
-        "kind": sys.intern(kind),
-        "metadata": _Obj(meta_fields, strict=True)(obj["metadata"], "metadata"),
-    }
-    if (group, kind) in _EVENT_KINDS:
-        renamed = {_EVENTS_V1_RENAMES.get(k, k): v for k, v in obj.items()}
-        out.update(_section(_EVENT_FIELDS, renamed, ""))
+    event = (group, kind) in _EVENT_KINDS
+    meta_check, spec_check, status_check = _CHECKS.get((group, kind), _CUSTOM)
+    if event:
+        meta_check = _METADATA_WITHOUT_HISTORY
+    try:
+        meta = meta_check(metadata)
+    except _Malformed as error:
+        error.path.append("metadata")
+        raise
+    out: dict[str, Any] = {"apiVersion": sys.intern(api_version), "kind": sys.intern(kind), "metadata": meta}
+    if event:
+        out.update(_section(_EVENT, {_EVENTS_V1_RENAMES.get(k, k): v for k, v in obj.items()}, None))
         return out
-    spec_fields, status_fields = _SECTIONS.get((group, kind), (_GITOPS_SPEC, _GITOPS_STATUS))
-    for name, fields in (("spec", spec_fields), ("status", status_fields)):
-        section = _section(fields, obj.get(name), name) if fields else {}
+    for name, check in (("spec", spec_check), ("status", status_check)):
+        section = _section(check, obj.get(name), name)
         if section:
             out[name] = section
-    if kind == "Pod" and "conditions" in out.get("status", {}):
-        out["status"]["conditions"] = [c for c in out["status"]["conditions"] if c["type"] in _POD_CONDITIONS]
     return out
 
 
-def _section(fields: Mapping[str, Check], value: Any, path: str) -> dict[str, Any]:
+def _section(check: Check, value: Any, name: str | None) -> dict[str, Any]:
     """A top-level section: absent or not an object means empty (strictness is per field)."""
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):
         return {}
-    out: dict[str, Any] = {}
-    for name, check in fields.items():
-        if name not in value or value[name] is None:
-            continue
-        try:
-            out[name] = check(value[name], f"{path}.{name}" if path else name)
-        except _Drop:
-            continue
-    return out
+    try:
+        section: dict[str, Any] = check(value)
+    except _Malformed as error:
+        if name is not None:
+            error.path.append(name)
+        raise
+    return section
