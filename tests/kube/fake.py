@@ -70,8 +70,14 @@ def gone_event(message: str = "too old resource version") -> bytes:
 
 
 def bookmark(rv: str) -> bytes:
-    return event("BOOKMARK", {"kind": "Kustomization", "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
-                              "metadata": {"resourceVersion": rv}})  # fmt: skip
+    return event(
+        "BOOKMARK",
+        {
+            "kind": "Kustomization",
+            "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+            "metadata": {"resourceVersion": rv},
+        },
+    )
 
 
 def stream(*lines: bytes, hold: bool = False, split: bool = False) -> Answer:

@@ -33,6 +33,7 @@ FAST = WatchOptions(
     forbidden_retry=0.5,
     request_timeout=10,
     probe_interval=0.3,
+    probe_timeout=5,
 )
 """Production logic with test-sized waits."""
 
@@ -48,6 +49,20 @@ async def poll(check: Callable[[], Awaitable[T] | T], *, within: float = 2.0, wh
             return value
         if time.monotonic() > deadline:
             raise AssertionError(f"not within {within:g}s: {what}; last: {value!r}")
+        await asyncio.sleep(0.05)
+
+
+async def until_no_problem(
+    problem: Callable[[], Awaitable[str]], *, within: float = 2.0, what: str = ""
+) -> None:
+    """Wait for `problem()` to return "" (satisfied); fail with its last complaint after `within` s."""
+    deadline = time.monotonic() + within
+    while True:
+        complaint = await problem()
+        if not complaint:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {within:g}s: {what}: {complaint}")
         await asyncio.sleep(0.05)
 
 

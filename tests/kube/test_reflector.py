@@ -82,10 +82,12 @@ async def test_list_follows_continue_tokens_and_replaces_the_kind_with_every_pag
     rig: Callable[..., Rig],
 ) -> None:
     r = rig(options=replace(FAST, page_size=2))
-    r.server.lists.extend([
-        page([obj("a", "1"), obj("b", "2")], "10", cont="next"),
-        page([obj("c", "3")], "10"),
-    ])  # fmt: skip
+    r.server.lists.extend(
+        [
+            page([obj("a", "1"), obj("b", "2")], "10", cont="next"),
+            page([obj("c", "3")], "10"),
+        ]
+    )
     await r.server.start()
     r.start()
     await poll(lambda: r.stats.synced, what="synced")
@@ -116,10 +118,12 @@ async def test_every_event_including_bookmarks_advances_the_resource_version_for
 ) -> None:
     r = rig()
     r.server.lists.append(page([], "10"))
-    r.server.watches.extend([
-        stream(event("ADDED", obj("a", "11")), event("MODIFIED", obj("a", "12")), bookmark("20")),
-        stream(event("DELETED", obj("a", "21"))),
-    ])  # fmt: skip
+    r.server.watches.extend(
+        [
+            stream(event("ADDED", obj("a", "11")), event("MODIFIED", obj("a", "12")), bookmark("20")),
+            stream(event("DELETED", obj("a", "21"))),
+        ]
+    )
     await r.server.start()
     r.start()
     await poll(lambda: len(r.server.requests("watch")) >= 3, what="third watch")
@@ -167,12 +171,14 @@ async def test_an_expired_continue_token_restarts_the_list_from_the_first_page(
     rig: Callable[..., Rig],
 ) -> None:
     r = rig(options=replace(FAST, page_size=1))
-    r.server.lists.extend([
-        page([obj("a", "1")], "10", cont="t1"),
-        status(410, "The provided continue parameter is too old"),
-        page([obj("a", "1")], "40", cont="t2"),
-        page([obj("b", "2")], "40"),
-    ])  # fmt: skip
+    r.server.lists.extend(
+        [
+            page([obj("a", "1")], "10", cont="t1"),
+            status(410, "The provided continue parameter is too old"),
+            page([obj("a", "1")], "40", cont="t2"),
+            page([obj("b", "2")], "40"),
+        ]
+    )
     await r.server.start()
     r.start()
     await poll(lambda: r.stats.synced)
@@ -262,11 +268,13 @@ async def test_a_malformed_object_is_counted_and_logged_once_per_version_and_the
     bad = obj("bad", "2", status={"conditions": "not-a-list"})
     r = rig()
     r.server.lists.extend([page([obj("good", "1"), bad], "10"), page([obj("good", "1"), bad], "20")])
-    r.server.watches.extend([
-        stream(event("MODIFIED", bad)),  # the same version again: not counted twice
-        stream(gone_event()),  # a relist sees it once more: still not counted twice
-        stream(event("MODIFIED", obj("bad", "25", status={"observedGeneration": "x"}))),  # a new version
-    ])  # fmt: skip
+    r.server.watches.extend(
+        [
+            stream(event("MODIFIED", bad)),  # the same version again: not counted twice
+            stream(gone_event()),  # a relist sees it once more: still not counted twice
+            stream(event("MODIFIED", obj("bad", "25", status={"observedGeneration": "x"}))),  # a new version
+        ]
+    )
     await r.server.start()
     with caplog.at_level(logging.WARNING, logger="stalewatch"):
         r.start()
@@ -335,9 +343,17 @@ def test_retry_after_reads_seconds_or_an_http_date(header: str | None, expected:
 
 @pytest.mark.parametrize(
     ("code", "label"),
-    [(200, "ok"), (403, "forbidden"), (404, "not_found"), (410, "gone"), (429, "throttled"),
-     (500, "server_error"), (504, "server_error"), (400, "client_error"), (401, "client_error")],
-)  # fmt: skip
+    [
+        (200, "ok"),
+        (403, "forbidden"),
+        (404, "not_found"),
+        (410, "gone"),
+        (429, "throttled"),
+        (500, "server_error"),
+        (504, "server_error"),
+        (400, "client_error"),
+        (401, "client_error"),
+    ],
+)
 def test_http_statuses_map_onto_a_small_fixed_set_of_metric_labels(code: int, label: str) -> None:
     assert classify(code) == label
-

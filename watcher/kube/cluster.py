@@ -159,12 +159,12 @@ class ClusterWatcher:
         self._sink.notify()
 
     async def _probe_loop(self) -> None:
-        interval = self._options.probe_interval
-        limits = aiohttp.ClientTimeout(total=interval)
+        interval, patience = self._options.probe_interval, self._options.probe_timeout
+        limits = aiohttp.ClientTimeout(total=patience)
         while True:
             await asyncio.sleep(interval)
             try:
-                async with asyncio.timeout(interval):
+                async with asyncio.timeout(patience):
                     response = await get(self._api, "/version", [], limits=limits)
                 response.release()
             except CONNECTION_ERRORS as error:

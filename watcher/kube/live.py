@@ -22,9 +22,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from watcher.kube.resources import Resource
+from watcher.logs import get_logger
 from watcher.model.engine import HealthModel
 from watcher.model.types import Evaluation, ModelConfig
 from watcher.telemetry import Telemetry
+
+log = get_logger("model")
 
 
 def _utc_now() -> datetime:
@@ -88,4 +91,7 @@ class LiveModel:
             except TimeoutError:
                 pass
             self._dirty.clear()
-            self.evaluate()
+            try:
+                self.evaluate()
+            except Exception:  # a model bug must not end live evaluation: log it, serve the last one
+                log.exception("evaluation failed; serving the previous evaluation")

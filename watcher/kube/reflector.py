@@ -72,6 +72,8 @@ class WatchOptions:
     request_timeout: float = 60.0
     """Connect and per-read timeout of list pages (a watch has only the connect part)."""
     probe_interval: float = 5.0
+    probe_timeout: float = 10.0
+    """A probe unanswered this long means unreachable: generous, since it interrupts every watch."""
 
 
 class Link:
