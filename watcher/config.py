@@ -197,7 +197,7 @@ class Settings(BaseSettings):
     kubeconfig: str | None = None
     context: str | None = None
     log_level: LogLevel = "info"
-    log_format: LogFormat = "text"
+    log_format: LogFormat = "json"  # what `run` writes: one object per line for log pipelines
     otel_exporter: OtelExporter = "none"
 
     @field_validator("severities", mode="before")

@@ -529,7 +529,7 @@ def test_config_show_prints_the_effective_configuration_as_yaml(capsys: pytest.C
     assert (shown["listen"], shown["log_level"], shown["log_format"], shown["otel_exporter"]) == (
         ":8080",
         "info",
-        "text",
+        "json",
         "none",
     )
 
