@@ -23,6 +23,7 @@ from tests.model.builders import (
     helm_chart,
     helm_release,
     kustomization,
+    names,
     pod,
     run,
     terraform,
@@ -403,3 +404,103 @@ def test_input_order_does_not_change_the_result() -> None:
     forward, backward = run(objs), run(list(reversed(objs)))
 
     assert [f.to_dict() for f in forward.findings] == [f.to_dict() for f in backward.findings]
+
+
+def web_failing(
+    *, labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None
+) -> list[Obj]:
+    return [
+        deployment(
+            "web", "apps", available=0, labels=labels, annotations=annotations, image="ghcr.io/acme/web:2.0.0"
+        ),
+        pod(
+            "web-7d9f-abcde",
+            "apps",
+            app="web",
+            image="ghcr.io/acme/web:2.0.0",
+            ready=False,
+            waiting="ImagePullBackOff",
+            created=HOUR,
+        ),
+    ]
+
+
+def test_release_found_by_helm_annotations_with_a_target_namespace() -> None:
+    release = helm_release("web", "flux-system", target_namespace="apps")
+    helm = {"meta.helm.sh/release-name": "apps-web", "meta.helm.sh/release-namespace": "apps"}
+
+    findings = by_id(run(flux(), release, web_failing(annotations=helm)))
+
+    root = findings["ReleaseReadyWorkloadFailing/HelmRelease/flux-system/web"]
+    assert root.is_root
+    assert {s["name"] for s in root.affected} == {"web", "web-7d9f-abcde"}
+    assert findings["WorkloadUnhealthy/Pod/apps/web-7d9f-abcde"].root_cause == root.id
+
+
+def test_kustomization_ready_while_a_deployment_it_applied_fails_by_label_and_by_inventory() -> None:
+    kustomize = {
+        "kustomize.toolkit.fluxcd.io/name": "apps",
+        "kustomize.toolkit.fluxcd.io/namespace": "flux-system",
+    }
+    by_label = run(flux(), git_repository(), kustomization("apps"), web_failing(labels=kustomize))
+    by_inventory = run(
+        flux(),
+        git_repository(),
+        kustomization("apps", inventory=["apps_web_apps_Deployment"]),
+        web_failing(labels={"app": "web"}),
+    )
+
+    for evaluation in (by_label, by_inventory):
+        [root] = evaluation.roots
+        assert root.id == f"ReleaseReadyWorkloadFailing/{KS}/apps"
+
+
+def test_failing_pod_is_explained_by_its_failing_deployment() -> None:
+    findings = by_id(run(flux(), web_failing(labels={"app": "web"})))
+
+    deployment_finding = findings["WorkloadUnhealthy/Deployment/apps/web"]
+    assert deployment_finding.is_root
+    assert findings["WorkloadUnhealthy/Pod/apps/web-7d9f-abcde"].root_cause == deployment_finding.id
+    assert "0/1 available" in deployment_finding.message
+
+
+def test_warning_events_with_one_reason_about_one_object_are_one_loop() -> None:
+    objs = [
+        event(
+            f"apps.{n}",
+            kind="Kustomization",
+            involved="apps",
+            api_version="kustomize.toolkit.fluxcd.io/v1",
+            reason="BuildFailed",
+            message=f"attempt {n}",
+            count=5,
+            first=HOUR,
+            last=MIN,
+        )
+        for n in (1, 2)
+    ]
+
+    [loop] = run(flux(), git_repository(), kustomization("apps"), objs).findings
+
+    assert loop.evidence["count"] == 10
+
+
+def test_custom_controller_objects_are_gitops_objects_and_go_stale_with_it() -> None:
+    from watcher.model.types import ControllerSpec, ModelConfig
+
+    spec = ControllerSpec(name="db-operator", groups=("db.example.com",))
+    database = {
+        "apiVersion": "db.example.com/v1",
+        "kind": "Database",
+        "metadata": {"name": "orders", "namespace": "data"},
+        "status": {"conditions": [cond("Ready", "True")]},
+    }
+
+    evaluation = run(
+        deployment("db-operator", "data", available=0), database, config=ModelConfig(controllers=(spec,))
+    )
+
+    [health] = [o for o in evaluation.objects if o.subject["kind"] == "Database"]
+    assert (health.controller, health.stale) == ("db-operator", True)
+    [root] = evaluation.roots
+    assert names(root.affected) == {"Database/data/orders"}

@@ -283,3 +283,22 @@ def test_helm_release_ready_while_its_new_pod_crash_loops_is_one_release_root() 
     pod_finding = next(f for f in evaluation.findings if f.type is FindingType.WORKLOAD_UNHEALTHY)
     assert pod_finding.root_cause == root.id
     assert "CrashLoopBackOff" in root.message
+
+
+def test_tofu_incident_with_kustomizations_depending_on_terraform_by_name_is_one_root() -> None:
+    objs = [o for o in tofu_incident() if o["metadata"]["name"] != "infra" or o["kind"] != "Kustomization"]
+    for obj in objs:
+        if obj["kind"] == "Kustomization" and obj["metadata"]["name"] in ("apps", "monitoring"):
+            by_name = (
+                {"name": "vpc"} if obj["metadata"]["name"] == "apps" else {"name": "eks", "kind": "Terraform"}
+            )
+            obj["spec"]["dependsOn"] = [by_name]
+
+    [root] = run(objs).roots
+
+    assert root.id == "ControllerDown/Deployment/flux-system/tofu-controller"
+    assert names(root.affected) == {
+        *(f"Terraform/flux-system/{name}" for name in TERRAFORMS),
+        "Kustomization/flux-system/apps",
+        "Kustomization/flux-system/monitoring",
+    }

@@ -229,7 +229,8 @@ def _admit(
 def _releases(run: _Pass, own_pods: Mapping[Key, ControllerState]) -> None:
     """Pod -> workload links, and ReleaseReadyWorkloadFailing for releases that say Ready=True."""
     failing = [f for f in run.found.values() if f.type is FindingType.WORKLOAD_UNHEALTHY]
-    for finding in sorted(failing, key=lambda f: f.id):
+    explained: set[str] = set()
+    for finding in sorted(failing, key=lambda f: (f.subject["kind"] != "Pod", f.id)):  # Pods say most
         key = run.keys[finding.id]
         obj = run.store.get(key)
         if obj is None or key in own_pods:
@@ -239,11 +240,16 @@ def _releases(run: _Pass, own_pods: Mapping[Key, ControllerState]) -> None:
         owner_finding = (
             run.primary(workload_key) if workload_key is not None and workload_key != key else None
         )
+        if owner_finding is not None and owner_finding not in explained:
+            explained.add(owner_finding)
+            run.found[
+                owner_finding
+            ].message += f" {describe(finding.subject)} {describe_state(pod_state(obj))}."
         release_key = release_of(run.store, workload if workload is not None else obj)
         release = run.store.get(release_key) if release_key is not None else None
         link = owner_finding
         if release is not None and release_key not in own_pods and is_true(release, "Ready"):
-            rrwf = _release_finding(run, release, obj, finding)
+            rrwf = _release_finding(run, release, workload_key or key, obj, finding)
             if owner_finding is not None:
                 run.links.setdefault(owner_finding, rrwf.id)
             else:
@@ -253,29 +259,33 @@ def _releases(run: _Pass, own_pods: Mapping[Key, ControllerState]) -> None:
 
 
 def _release_finding(
-    run: _Pass, release: Mapping[str, Any], obj: Mapping[str, Any], failing: Finding
+    run: _Pass, release: Mapping[str, Any], installed: Key, obj: Mapping[str, Any], failing: Finding
 ) -> Finding:
+    """ReleaseReadyWorkloadFailing for `release`, which installed `installed`; `obj` is what fails."""
     subject = subject_of(release)
     rid = finding_id(FindingType.RELEASE_READY_WORKLOAD_FAILING, subject)
     existing = run.found.get(rid)
     if existing is not None:
-        existing.evidence["workloads"].append(describe(failing.subject))
+        existing.evidence["failing"].append(describe(failing.subject))
         if failing.since is not None and (existing.since is None or failing.since < existing.since):
             existing.since = failing.since
         return existing
     state = pod_state(obj) if obj["kind"] == "Pod" else workload_state(obj)
     ready = condition(release, "Ready") or {}
+    what = f"{describe(installed)} it installed"
+    if installed != run.keys[failing.id]:
+        what += f" is failing: {describe(failing.subject)}"
     message = (
-        f"{describe(subject)} says Ready=True ({ready.get('message', '')}) "
-        f"but {describe(failing.subject)} it "
-        f"installed is {describe_state(state)} since {rfc3339(failing.since)}. The release status does not "
-        "reflect the running workload: fix or roll back the release (values, image, chart version)."
+        f"{describe(subject)} says Ready=True ({ready.get('message', '')}) but {what} "
+        f"{describe_state(state)} since {rfc3339(failing.since)}. The release status does not reflect the "
+        "running workload: fix or roll back the release (values, image, chart version)."
     )
     evidence = {
         "Ready": {
             k: v for k, v in ready.items() if k in ("status", "reason", "message", "lastTransitionTime")
         },
-        "workloads": [describe(failing.subject)],
+        "workload": f"{installed.kind}/{installed.namespace}/{installed.name}",
+        "failing": [describe(failing.subject)],
         "reason": failing.evidence.get("reason", ""),
         "image": failing.evidence.get("image", ""),
     }

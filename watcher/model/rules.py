@@ -413,26 +413,35 @@ _WORKLOAD_ADVICE: Mapping[HealthReason, str] = {
 }
 
 
+_WORKLOAD_PHRASES: Mapping[HealthReason, str] = {
+    HealthReason.NO_AVAILABLE_REPLICAS: "has {detail} replicas",
+    HealthReason.UNAVAILABLE: "has {detail} replicas",
+    HealthReason.PROGRESS_DEADLINE_EXCEEDED: "has exceeded its progress deadline",
+    HealthReason.GENERATION_NOT_OBSERVED: "has a spec its controller has not observed ({message})",
+}
+
+
 def describe_state(state: WorkloadState) -> str:
-    """`in CrashLoopBackOff (container app, image x:1)` for messages."""
+    """`is in CrashLoopBackOff (container app, image x:1)` or `has 0/2 available replicas`."""
+    phrase = _WORKLOAD_PHRASES.get(state.failing) if state.failing is not None else None
+    if phrase is not None:
+        return phrase.format(detail=state.detail, message=state.message)
     shown = state.detail if state.failing is HealthReason.NOT_READY else str(state.failing)
     parts = [
-        p
-        for p in (
-            f"container {state.container}" if state.container else "",
-            f"image {state.image}" if state.image else "",
-        )
-        if p
+        f"container {state.container}" if state.container else "",
+        f"image {state.image}" if state.image else "",
     ]
-    return f"in {shown}" + (f" ({', '.join(parts)})" if parts else "")
+    shown_parts = ", ".join(p for p in parts if p)
+    return f"is in {shown}" + (f" ({shown_parts})" if shown_parts else "")
 
 
 def workload_unhealthy(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
     state = pod_state(obj) if obj["kind"] == "Pod" else workload_state(obj)
     if state.failing is None or not ctx.due(state.since, ctx.config.thresholds.workload_unhealthy):
         return None
-    message = f"{describe(subject_of(obj))} is {describe_state(state)} since {rfc3339(state.since)}"
-    message += f": {state.message}. " if state.message else ". "
+    message = f"{describe(subject_of(obj))} {describe_state(state)} since {rfc3339(state.since)}"
+    shown = state.message and state.failing is not HealthReason.GENERATION_NOT_OBSERVED
+    message += f": {state.message}. " if shown else ". "
     message += _WORKLOAD_ADVICE.get(state.failing, "")
     evidence = {
         "reason": str(state.failing),
