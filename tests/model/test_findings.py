@@ -61,6 +61,14 @@ def generation_lag(spec_written: timedelta) -> Obj:
     return obj
 
 
+def failing_at_new_generation() -> Obj:
+    obj = generation_lag(20 * MIN)
+    obj["status"]["conditions"] = [
+        cond("Ready", "False", "BuildFailed", "kustomize build failed", generation=3)
+    ]
+    return obj
+
+
 def requested(at: str, *, handled: str = "2024-05-01T10:00:00Z", written: timedelta = 20 * MIN) -> Obj:
     obj = kustomization("apps", requested_at=at, handled_at=handled)
     obj["metadata"]["managedFields"] = [{"manager": "flux", "operation": "Update", "time": ts(written)}]
@@ -143,6 +151,9 @@ CASES = [
         [generation_lag(20 * MIN)], {f"GenerationNotObserved/{KS}/apps"}, id="generation-not-observed"
     ),
     pytest.param([generation_lag(2 * MIN)], set(), id="fresh-spec-edit-is-not-yet-unobserved"),
+    pytest.param(
+        [failing_at_new_generation()], set(), id="conditions-written-for-the-new-generation-were-seen"
+    ),
     # ReconcileRequestIgnored
     pytest.param([requested(ts(20 * MIN))], {f"ReconcileRequestIgnored/{KS}/apps"}, id="request-ignored"),
     pytest.param([requested(ts(MIN))], set(), id="request-made-a-minute-ago-is-pending"),

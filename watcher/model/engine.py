@@ -214,7 +214,11 @@ class HealthModel:
         elif (key.group, key.kind) == ("apps", "ReplicaSet"):
             self._dirty_controllers.update(self._controllers_by_ns.get(namespace, ()))
         elif (key.group, key.kind) == _LEASE:
-            self._dirty_controllers.update(self._controllers)
+            self._dirty_controllers.update(
+                k
+                for k, spec in self._controllers.items()
+                if (spec.lease_namespace or k.namespace) == namespace
+            )
         elif (key.group, key.kind) == _CRD:
             self._track_crd(key, new if new is not None else old, deleted=new is None, now=now)
 

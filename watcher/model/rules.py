@@ -21,6 +21,7 @@ from watcher.model.objects import (
     Key,
     annotations_of,
     condition,
+    conditions,
     describe,
     dig,
     finding_id,
@@ -183,7 +184,13 @@ def stuck_reconciling(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
 
 
 def generation_not_observed(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
-    """since: the later of the newest condition transition and the last non-status write.
+    """status.observedGeneration behind metadata.generation, and no condition written for it.
+
+    Flux only advances status.observedGeneration after a successful reconcile, but stamps
+    every condition with the generation it was written for; a condition at the current
+    generation means the controller saw the change (the object is failing, not ignored).
+
+    since: the later of the newest condition transition and the last non-status write.
 
     The spec edit that bumped generation happened no later than the last write to the
     object (managedFields), and the controller has changed no condition since the newest
@@ -193,6 +200,8 @@ def generation_not_observed(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
     observed = integer(obj, "status", "observedGeneration")
     if generation is None or observed is None or observed >= generation:
         return None
+    if any(c.get("observedGeneration", 0) >= generation for c in conditions(obj)):
+        return None  # its conditions were written for this generation: seen, and failing or in progress
     times = [t for t in (newest_transition(obj), spec_written_at(obj)) if t is not None]
     since = max(times, default=None)
     if not ctx.due(since, ctx.config.thresholds.generation_not_observed):
