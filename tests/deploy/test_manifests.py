@@ -4,6 +4,7 @@ what stalewatch needs (its kinds, its port, its stop time, its config)."""
 from __future__ import annotations
 
 import copy
+import re
 import subprocess
 import tomllib
 from pathlib import Path
@@ -243,3 +244,12 @@ def test_the_service_monitor_scrapes_metrics_from_the_service_port_of_the_pod(
     assert [e["path"] for e in monitor["spec"]["endpoints"]] == ["/metrics"]
     assert service["spec"]["ports"][0]["name"] == "http-metrics"
     assert service["spec"]["ports"][0]["targetPort"] == container(rendered)["ports"][0]["name"]
+
+
+def test_the_scrape_job_is_named_as_the_stalewatch_down_alert_expects(rendered: list[dict[str, Any]]) -> None:
+    """The Prometheus Operator names the job after the Service unless the ServiceMonitor sets
+    jobLabel; StalewatchDown looks for `up{job="..."}`."""
+    rules = (REPO / "alerts" / "stalewatch.rules.yaml").read_text()
+    jobs = set(re.findall(r'up\{job="([^"]+)"\}', rules))
+    assert jobs == {one(rendered, "Service")["metadata"]["name"]}
+    assert "jobLabel" not in one(rendered, "ServiceMonitor")["spec"]
