@@ -58,8 +58,7 @@ def run_command(args: argparse.Namespace) -> int:
     except ConfigError as error:
         print(error, file=sys.stderr)
         return EXIT_BAD_INPUT
-    log_format = settings.log_format if "log_format" in settings.model_fields_set else "json"
-    setup_logging(level=settings.log_level, fmt=log_format)
+    setup_logging(level=settings.log_level, fmt=settings.log_format)
     return asyncio.run(serve(settings))
 
 

@@ -63,10 +63,10 @@ def parse_listen(listen: str) -> tuple[str | None, int]:
 async def start(app: web.Application, listen: str) -> web.AppRunner:
     """Serve `app` on `listen`; the caller awaits runner.cleanup() to stop."""
     host, port = parse_listen(listen)
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=2.0)
     await runner.setup()
     try:
-        await web.TCPSite(runner, host, port, shutdown_timeout=2.0).start()
+        await web.TCPSite(runner, host, port).start()
     except BaseException:
         await runner.cleanup()
         raise
