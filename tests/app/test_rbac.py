@@ -1,0 +1,158 @@
+"""A ServiceAccount that may list and watch only some kinds: stalewatch degrades per kind.
+
+Real RBAC on the real API server: the account may not see Deployments (so it cannot tell
+whether helm-controller is up) nor Terraforms. stalewatch must say so (log line, metric,
+findings summary), stay ready, evaluate what it can see, and never report a controller it
+cannot see as down.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.controlplane.harness import ControlPlane
+from tests.kube.objects import ago, cond, deployment, deployment_status, flux, pod, ready, waiting
+from tests.kube.support import metric, poll, settings_for
+from tests.kube.support import running as stalewatch_running
+from tests.kubeclient import Kube
+
+pytestmark = pytest.mark.cluster
+
+ALLOWED: dict[str, list[str]] = {
+    "": ["pods", "events"],
+    "apps": ["replicasets", "statefulsets", "daemonsets"],
+    "coordination.k8s.io": ["leases"],
+    "apiextensions.k8s.io": ["customresourcedefinitions"],
+    "source.toolkit.fluxcd.io": [
+        "gitrepositories",
+        "ocirepositories",
+        "helmrepositories",
+        "helmcharts",
+        "buckets",
+    ],
+    "kustomize.toolkit.fluxcd.io": ["kustomizations"],
+    "helm.toolkit.fluxcd.io": ["helmreleases"],
+}
+"""Everything stalewatch watches except apps/deployments and infra.contrib.fluxcd.io/terraforms."""
+
+
+@pytest.fixture
+async def limited_kubeconfig(
+    control_plane: ControlPlane, kube: Kube, namespace: str, tmp_path: Path
+) -> AsyncIterator[Path]:
+    name = f"stalewatch-{uuid.uuid4().hex[:8]}"
+    account = {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": name, "namespace": namespace},
+    }
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": name},
+        "rules": [
+            {"apiGroups": [group], "resources": resources, "verbs": ["get", "list", "watch"]}
+            for group, resources in ALLOWED.items()
+        ],
+    }
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+    }
+    for obj in (account, role, binding):
+        await kube.create(obj)
+    token = await kube.request(
+        "POST",
+        f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
+        body={
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": {"expirationSeconds": 600},
+        },
+    )
+    yield control_plane.write_kubeconfig(tmp_path / "limited", user={"token": token["status"]["token"]})
+    for obj in (binding, role):
+        await kube.delete(obj)
+
+
+def cluster(ns: str) -> list[dict[str, Any]]:
+    """helm-controller is down (but only its Deployment would tell us it is the controller), a
+    HelmRelease it reconciles still says Ready, and a Kustomization is stuck reconciling."""
+    return [
+        deployment(ns, "helm-controller") | {"status": deployment_status(0)},
+        pod(ns, "helm-controller", status=waiting("ImagePullBackOff", "Back-off pulling image")),
+        flux("HelmRelease", ns, "podinfo", status=ready("Helm install succeeded")),
+        flux("Terraform", ns, "vpc", status=ready()),
+        flux(
+            "Kustomization",
+            ns,
+            "apps",
+            status={
+                "conditions": [
+                    cond("Ready", "True", "ReconciliationSucceeded", "Applied", since=ago(hours=2)),
+                    cond(
+                        "Reconciling", "True", "Progressing", "Reconciliation in progress", since=ago(hours=1)
+                    ),
+                ]
+            },
+        ),
+    ]
+
+
+async def test_kinds_the_account_cannot_list_are_reported_and_the_rest_is_evaluated(
+    kube: Kube, namespace: str, limited_kubeconfig: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    for obj in cluster(namespace):
+        await kube.create(obj)
+    settings = settings_for(
+        limited_kubeconfig,
+        include_namespaces=[namespace],
+        thresholds={"stuck_reconciling_min": "1s", "stuck_reconciling_interval_factor": 0.0001},
+    )
+    with caplog.at_level(logging.WARNING, logger="stalewatch"):
+        async with stalewatch_running(settings) as service:
+            document = await poll(lambda: _with_findings(service), within=5, what="findings")
+            samples = await service.metrics()
+
+    summary = document["summary"]
+    assert summary["forbidden_kinds"] == [
+        {"group": "apps", "kind": "Deployment"},
+        {"group": "infra.contrib.fluxcd.io", "kind": "Terraform"},
+    ]
+    assert summary["up"] is True
+    assert summary["synced"] is True
+    assert [(f["type"], f["subject"]["name"]) for f in document["findings"]] == [("StuckReconciling", "apps")]
+
+    forbidden = {
+        (group, kind): metric(samples, "stalewatch_kind_forbidden", group=group, kind=kind)
+        for group, kind in [("apps", "Deployment"), ("infra.contrib.fluxcd.io", "Terraform"), ("", "Pod")]
+    }
+    assert forbidden == {
+        ("apps", "Deployment"): 1,
+        ("infra.contrib.fluxcd.io", "Terraform"): 1,
+        ("", "Pod"): 0,
+    }
+    assert metric(
+        samples, "stalewatch_list_requests_total", group="apps", kind="Deployment", result="forbidden"
+    )
+
+    denied = sorted(
+        r.stalewatch_fields["kind"]  # type: ignore[attr-defined]
+        for r in caplog.records
+        if "403 Forbidden" in r.getMessage()
+    )
+    assert denied == ["Deployment", "Terraform"], "one clear line per kind it cannot see"
+
+
+async def _with_findings(service: Any) -> dict[str, Any] | None:
+    document: dict[str, Any] = await service.findings()
+    return document if document["findings"] else None
