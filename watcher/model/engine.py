@@ -149,11 +149,10 @@ class HealthModel:
     # -- Events ------------------------------------------------------------------------------
 
     def upsert(self, obj: Mapping[str, Any], *, now: datetime) -> None:
-        """An object was added or changed (a projection; see project())."""
-        stored = dict(obj)
-        key = key_of(stored)
-        old = self._store.put(stored)
-        self._touch(key, old, stored, now=now)
+        """An object was added or changed: a projection (see project()), kept as given, not copied."""
+        key = key_of(obj)
+        old = self._store.put(obj)
+        self._touch(key, old, obj, now=now)
 
     def delete(self, obj: Mapping[str, Any], *, now: datetime) -> None:
         """An object was deleted; only its apiVersion, kind and metadata are read."""

@@ -75,7 +75,7 @@ class Store:
     """Projected objects by key, with per-kind, per-namespace and reverse-edge indexes."""
 
     def __init__(self) -> None:
-        self._objects: dict[Key, dict[str, Any]] = {}
+        self._objects: dict[Key, Mapping[str, Any]] = {}
         self._by_kind: dict[tuple[str, str], set[Key]] = defaultdict(set)
         self._by_namespace: dict[tuple[str, str, str], set[Key]] = defaultdict(set)
         self._reverse: dict[str, dict[Key, set[Key]]] = defaultdict(lambda: defaultdict(set))
@@ -84,17 +84,17 @@ class Store:
     def visible(self, kind: str) -> bool:
         return kind not in self.blind
 
-    def get(self, key: Key) -> dict[str, Any] | None:
+    def get(self, key: Key) -> Mapping[str, Any] | None:
         return self._objects.get(key) if key.kind not in self.blind else None
 
-    def raw(self, key: Key) -> dict[str, Any] | None:
+    def raw(self, key: Key) -> Mapping[str, Any] | None:
         """Ignoring blindness: for bookkeeping (deletes, relists), never for judging."""
         return self._objects.get(key)
 
     def __len__(self) -> int:
         return len(self._objects)
 
-    def put(self, obj: dict[str, Any]) -> dict[str, Any] | None:
+    def put(self, obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
         """Insert or replace; returns the previous version."""
         key = key_of(obj)
         old = self._objects.get(key)
@@ -105,7 +105,7 @@ class Store:
         self._relink(key, old, obj)
         return old
 
-    def remove(self, key: Key) -> dict[str, Any] | None:
+    def remove(self, key: Key) -> Mapping[str, Any] | None:
         old = self._objects.pop(key, None)
         if old is not None:
             self._discard(self._by_kind, (key.group, key.kind), key)
@@ -143,7 +143,7 @@ class Store:
     def raw_of_kind(self, group: str, kind: str) -> set[Key]:
         return set(self._by_kind.get((group, kind), set()))
 
-    def in_namespace(self, group: str, kind: str, namespace: str) -> Iterable[dict[str, Any]]:
+    def in_namespace(self, group: str, kind: str, namespace: str) -> Iterable[Mapping[str, Any]]:
         if kind in self.blind:
             return []
         return [self._objects[k] for k in self._by_namespace.get((group, kind, namespace), ())]
@@ -159,7 +159,7 @@ class Store:
 class View(Protocol):
     """What correlation may read: objects by key and reverse edges (blindness applied)."""
 
-    def get(self, key: Key) -> dict[str, Any] | None: ...
+    def get(self, key: Key) -> Mapping[str, Any] | None: ...
 
     def referrers(self, edge: str, target: Key) -> set[Key]: ...
 
@@ -175,7 +175,7 @@ class Recorder:
         self.keys: set[Key] = set()
         self.edges: set[tuple[str, Key]] = set()
 
-    def get(self, key: Key) -> dict[str, Any] | None:
+    def get(self, key: Key) -> Mapping[str, Any] | None:
         self.keys.add(key)
         return self._store.get(key)
 

@@ -62,6 +62,8 @@ def _str(limit: int | None = None, *, strict: bool = False, intern: bool = False
     def check(value: Any) -> Any:
         if not isinstance(value, str):
             _reject(strict, "is not a string")
+        if not value and not strict:
+            raise _Drop  # "" reads the same as absent everywhere, and absent costs nothing
         if limit is not None and len(value) > limit:
             if strict:
                 raise _Malformed(f"is longer than {limit} characters")
@@ -109,7 +111,7 @@ def _labels(
         if not isinstance(value, Mapping):
             raise _Drop
         kept = {
-            sys.intern(k): v if value_limit is None else v[:value_limit]
+            sys.intern(k): sys.intern(v) if value_limit is None else v[:value_limit]
             for k, v in value.items()
             if isinstance(k, str) and isinstance(v, str) and (keep is None or keep(k))
         }
@@ -120,9 +122,16 @@ def _labels(
     return check
 
 
-def _obj(fields: Mapping[str, Check], *, strict: bool = False, required: tuple[str, ...] = ()) -> Check:
+def _obj(
+    fields: Mapping[str, Check],
+    *,
+    strict: bool = False,
+    required: tuple[str, ...] = (),
+    keep_empty: bool = True,
+) -> Check:
     """A mapping of known fields. `strict`: a non-mapping is malformed (else dropped).
-    `required`: without these entries, this (lenient) entry is dropped."""
+    `required`: without these entries, this (lenient) entry is dropped; so is an empty
+    result unless `keep_empty` (an empty mapping can be a marker, e.g. state.running)."""
 
     def check(value: Any) -> Any:
         if type(value) is not dict and not isinstance(value, Mapping):
@@ -142,6 +151,8 @@ def _obj(fields: Mapping[str, Check], *, strict: bool = False, required: tuple[s
         for name in required:
             if name not in out:
                 raise _Drop
+        if not out and not keep_empty:
+            raise _Drop
         return out
 
     return check
@@ -212,7 +223,6 @@ _CONDITIONS = _list(_CONDITION, limit=64, strict=True)
 _METADATA_FIELDS: dict[str, Check] = {
     "name": _str(253, strict=True),
     "namespace": _str(63, strict=True, intern=True),
-    "uid": _S,
     "generation": _int(strict=True),
     "creationTimestamp": _time,
     "deletionTimestamp": _time,
@@ -221,7 +231,7 @@ _METADATA_FIELDS: dict[str, Check] = {
         limit=64, keep=lambda k: k.startswith(_KEPT_ANNOTATIONS), value_limit=MESSAGE_LIMIT
     ),
     "ownerReferences": _list(
-        _obj({"apiVersion": _TOKEN, "kind": _TOKEN, "name": _NAME, "uid": _S, "controller": _bool}),
+        _obj({"apiVersion": _TOKEN, "kind": _TOKEN, "name": _NAME, "controller": _bool}),
         limit=32,
     ),
 }
@@ -311,25 +321,24 @@ _WORKLOAD_STATUS: dict[str, Check] = {
     "updateRevision": _S,
 }
 
-_STATE_TIMES: dict[str, Check] = {
-    "reason": _TOKEN,
-    "message": _MESSAGE,
-    "startedAt": _time,
-    "finishedAt": _time,
-    "exitCode": _I,
-}
 _CONTAINER_STATE = _obj(
-    {"waiting": _obj(_STATE_TIMES), "running": _obj(_STATE_TIMES), "terminated": _obj(_STATE_TIMES)}
+    {
+        "waiting": _obj({"reason": _TOKEN, "message": _MESSAGE}),
+        "running": _obj({}),
+        "terminated": _obj({"reason": _TOKEN}),
+    }
 )
+"""Which state a container is in (running is kept as a marker) and why; no times: none is read."""
+_LAST_STATE = _obj({"terminated": _obj({"reason": _TOKEN})}, keep_empty=False)
 _CONTAINER_STATUSES = _list(
     _obj(
         {
             "name": _TOKEN,
-            "image": _str(1024),
+            "image": _str(1024, intern=True),
             "ready": _bool,
             "restartCount": _I,
             "state": _CONTAINER_STATE,
-            "lastState": _CONTAINER_STATE,
+            "lastState": _LAST_STATE,
         },
         required=("name",),
     ),
@@ -338,7 +347,8 @@ _CONTAINER_STATUSES = _list(
 _POD_CONDITIONS = frozenset({"Ready", "PodScheduled"})
 """The only Pod conditions any rule reads (kstatus' Pod rule and ours); the rest is dropped."""
 
-_POD_SPEC: dict[str, Check] = {"containers": _CONTAINERS, "initContainers": _CONTAINERS}
+_POD_SPEC: dict[str, Check] = {}
+"""A Pod's images are read from its containerStatuses (kubelet reports the spec image there)."""
 _POD_STATUS: dict[str, Check] = {
     "phase": _TOKEN,
     "reason": _TOKEN,
@@ -404,7 +414,7 @@ _EVENT_FIELDS: dict[str, Check] = {
     "eventTime": _time,
     "series": _obj({"count": _I, "lastObservedTime": _time}),
     "involvedObject": _obj(
-        {"apiVersion": _TOKEN, "kind": _TOKEN, "name": _NAME, "namespace": _NAME, "uid": _S},
+        {"apiVersion": _TOKEN, "kind": _TOKEN, "name": _NAME, "namespace": _NAME},
         required=("kind", "name"),
     ),
     "reportingController": _TOKEN,

@@ -53,13 +53,6 @@ class WorkloadState:
     since: datetime | None = None
 
 
-def _images(pod: Mapping[str, Any]) -> dict[str, str]:
-    spec = pod.get("spec", {})
-    return {
-        c["name"]: c.get("image", "") for c in (*spec.get("initContainers", ()), *spec.get("containers", ()))
-    }
-
-
 def pod_state(pod: Mapping[str, Any]) -> WorkloadState:
     """Classify a Pod.
 
@@ -79,7 +72,6 @@ def pod_state(pod: Mapping[str, Any]) -> WorkloadState:
     created = time_at(pod, "metadata", "creationTimestamp")
     started = time_at(pod, "status", "startTime") or created
     not_ready_since = transition(ready_cond) if ready_cond and ready_cond["status"] != "True" else None
-    images = _images(pod)
     statuses = [
         *(dig(pod, "status", "initContainerStatuses") or ()),
         *(dig(pod, "status", "containerStatuses") or ()),
@@ -100,7 +92,7 @@ def pod_state(pod: Mapping[str, Any]) -> WorkloadState:
             failing=reason,
             detail=waiting,
             container=cs["name"],
-            image=images.get(cs["name"]) or cs.get("image", ""),
+            image=cs.get("image", ""),
             message=dig(cs, "state", "waiting", "message") or "",
             restarts=cs.get("restartCount", 0),
             since=started if looping else (not_ready_since or created),
@@ -116,13 +108,13 @@ def pod_state(pod: Mapping[str, Any]) -> WorkloadState:
             message=scheduled.get("message", ""),
             since=transition(scheduled) or created,
         )
-    first = next(iter(images.items()), ("", ""))
+    first = statuses[0] if statuses else {}
     return WorkloadState(
         ready=False,
         failing=HealthReason.NOT_READY,
         detail=text(pod, "status", "phase") or "Pending",
-        container=first[0],
-        image=first[1],
+        container=first.get("name", ""),
+        image=first.get("image", ""),
         message=(ready_cond or {}).get("message", ""),
         since=not_ready_since or created,
     )
