@@ -1,0 +1,203 @@
+"""Records a real watch stream, then measures the pure pipeline on it, on one core.
+
+Recording: one watch per kind stalewatch watches (same paths and field selectors), opened at
+resourceVersion=0 so the API server first replays every object as ADDED, then delivers the
+churn as MODIFIED; the raw lines are written to a file exactly as they arrived.
+
+Measuring (`python -m bench.pipeline STREAM`), pinned to one CPU:
+  * stalewatch: orjson.loads -> project() -> HealthModel.upsert, with an evaluate() after
+    EVERY event (the worst case; the live watcher debounces a burst into one evaluation),
+    and the same without per-event evaluation (ingest only);
+  * kubernetes-asyncio: Watch.unmarshal_event for the same lines into its default models
+    (V1Pod, V1Deployment, CoreV1Event, ...; custom resources stay dicts, as it returns them);
+  * scaling: with every ADDED object loaded, the cost of one churn event (upsert + evaluate).
+Prints one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import gc
+import os
+import statistics
+import sys
+import time
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from watcher.kube.resources import BUILT_IN, Resource
+from watcher.model.engine import HealthModel
+from watcher.model.projection import project
+from watcher.model.types import ModelConfig
+
+MODELS = {
+    "Pod": "V1Pod",
+    "Deployment": "V1Deployment",
+    "StatefulSet": "V1StatefulSet",
+    "DaemonSet": "V1DaemonSet",
+    "ReplicaSet": "V1ReplicaSet",
+    "Event": "CoreV1Event",
+    "Lease": "V1Lease",
+    "CustomResourceDefinition": "V1CustomResourceDefinition",
+}
+"""kubernetes-asyncio's model per built-in kind; custom resources deserialize to 'object' (a dict)."""
+
+
+def flux_resources() -> list[Resource]:
+    """The custom kinds the benchmark creates, where the test CRDs serve them."""
+    from bench.workload import API_VERSIONS
+
+    out = []
+    for kind, api_version in API_VERSIONS.items():
+        group, _, version = api_version.rpartition("/")
+        if "." in group and "k8s.io" not in group:
+            plural = kind.lower()[:-1] + "ies" if kind.endswith("y") else kind.lower() + "s"
+            out.append(Resource(group, version, kind, plural))
+    return out
+
+
+def watched() -> list[Resource]:
+    return [*BUILT_IN, *flux_resources()]
+
+
+async def record(api: Any, path: Path, *, stop: asyncio.Event) -> int:
+    """Streams every watched kind into `path` (one event per line) until `stop` is set."""
+    count = 0
+    with path.open("wb") as out:
+
+        async def one(resource: Resource) -> None:
+            nonlocal count
+            query = [("watch", "1"), ("resourceVersion", "0"), ("timeoutSeconds", "3600")]
+            if resource.field_selector:
+                query.append(("fieldSelector", resource.field_selector))
+            response = await api.call_api(
+                resource.path,
+                "GET",
+                query_params=query,
+                header_params={"Accept": "application/json"},
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+            )
+            buffer = b""
+            async with response:
+                async for chunk in response.content.iter_any():
+                    buffer += chunk
+                    *lines, buffer = buffer.split(b"\n")
+                    for line in lines:
+                        if line:
+                            out.write(line + b"\n")
+                            count += 1
+
+        tasks = [asyncio.create_task(one(r)) for r in watched()]
+        await stop.wait()
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    return count
+
+
+def stalewatch_pass(lines: list[bytes], *, evaluate_each: bool, now: datetime) -> float:
+    """Seconds to push every line through decode -> project -> model (-> evaluate)."""
+    model = HealthModel(ModelConfig())
+    started = time.perf_counter()
+    for line in lines:
+        event = orjson.loads(line)
+        obj = project(event["object"])
+        if event["type"] == "DELETED":
+            model.delete(obj, now=now)
+        else:
+            model.upsert(obj, now=now)
+        if evaluate_each:
+            model.evaluate(now)
+    model.evaluate(now)
+    return time.perf_counter() - started
+
+
+def scaling(lines: list[bytes], *, now: datetime) -> dict[str, float]:
+    """Per-event cost (upsert + evaluate) of the churn, with the whole cluster loaded."""
+    model = HealthModel(ModelConfig())
+    churn = []
+    for line in lines:
+        event = orjson.loads(line)
+        obj = project(event["object"])
+        if event["type"] == "ADDED":
+            model.upsert(obj, now=now)
+        else:
+            churn.append(obj)
+    model.evaluate(now)
+    costs = []
+    for obj in churn:
+        started = time.perf_counter()
+        model.upsert(obj, now=now)
+        model.evaluate(now)
+        costs.append(time.perf_counter() - started)
+    if not costs:
+        return {"churn_events": 0}
+    costs.sort()
+    return {
+        "churn_events": len(costs),
+        "churn_event_us_mean": statistics.fmean(costs) * 1e6,
+        "churn_event_us_p50": costs[len(costs) // 2] * 1e6,
+        "churn_event_us_p99": costs[min(len(costs) - 1, int(len(costs) * 0.99))] * 1e6,
+    }
+
+
+async def k8s_asyncio_pass(lines: Iterable[bytes]) -> float:
+    """Seconds for kubernetes-asyncio's own watch decoding into its default models."""
+    from kubernetes_asyncio.watch import Watch
+
+    decoder = Watch()
+    kinds = [(orjson.loads(line)["object"]["kind"], line) for line in lines]
+    started = time.perf_counter()
+    for kind, line in kinds:
+        decoder.unmarshal_event(line, MODELS.get(kind, "object"))
+    elapsed = time.perf_counter() - started
+    await decoder._api_client.close()
+    return elapsed
+
+
+def measure(stream: Path) -> dict[str, Any]:
+    lines = stream.read_bytes().splitlines()
+    types: dict[str, int] = {}
+    for line in lines:
+        kind = orjson.loads(line)["type"]
+        types[kind] = types.get(kind, 0) + 1
+    now = datetime.now(UTC)
+    gc.collect()
+    full = min(stalewatch_pass(lines, evaluate_each=True, now=now) for _ in range(2))
+    ingest = min(stalewatch_pass(lines, evaluate_each=False, now=now) for _ in range(2))
+    k8s = min(asyncio.run(k8s_asyncio_pass(lines)) for _ in range(2))
+    return {
+        "events": len(lines),
+        "event_types": types,
+        "bytes": sum(map(len, lines)),
+        "stalewatch_events_per_s": len(lines) / full,
+        "stalewatch_ingest_events_per_s": len(lines) / ingest,
+        "k8s_asyncio_events_per_s": len(lines) / k8s,
+        "ratio_vs_k8s_asyncio": k8s / full,
+        **scaling(lines, now=now),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Pipeline throughput on a recorded watch stream.")
+    parser.add_argument("stream", type=Path)
+    parser.add_argument("--cpu", type=int, default=None, help="pin to this CPU (default: the last one)")
+    args = parser.parse_args(argv)
+    cpu = args.cpu if args.cpu is not None else max(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, {cpu})
+    result = {"cpu": cpu, **measure(args.stream)}
+    sys.stdout.write(orjson.dumps(result).decode() + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,341 @@
+"""Runs the whole benchmark, one fresh API server + etcd per size, and writes bench/results/.
+
+Per size: create the cluster; record a watch stream under churn; time a bare list and
+stalewatch's initial sync (3 runs each, alternating); with stalewatch running measure RSS,
+/metrics scrapes (with a /healthz poller for event-loop stalls) and detection latency under
+churn; then the same API server with kube-state-metrics (sync, RSS, CPU under the same churn,
+scrape); finally the pure pipeline on the recorded stream, pinned to one core.
+
+Usage: python -m bench.run --sizes 1000,10000,50000 [--ksm PATH] [--out bench/results]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import platform
+import random
+import statistics
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+
+from bench import procs
+from bench.generate import Churn, client_for, populate
+from bench.pipeline import record
+from bench.workload import Cluster
+from tests.controlplane.harness import ControlPlane, binaries_dir, free_port
+from tests.kubeclient import Kube
+
+CRDS = procs.ROOT / "tests" / "crds"
+RUNS = 3
+PROBES = 30
+CHURN_RATE = 50.0
+
+
+def start_plane() -> ControlPlane:
+    plane = ControlPlane(bin_dir=binaries_dir())
+    plane.start()
+    plane.kubectl("apply", "--server-side", "-f", str(CRDS))
+    plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
+    plane.wait_listable(sorted(p.stem.split("-", 1)[1] for p in CRDS.glob("*.yaml")))
+    return plane
+
+
+def log(message: str) -> None:
+    print(f"[{datetime.now():%H:%M:%S}] {message}", flush=True)
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def timed_run(proc: procs.Proc) -> float:
+    """Wall seconds from start to exit of a short-lived process (the bare list)."""
+    proc.start()
+    assert proc.proc is not None
+    code = await asyncio.to_thread(proc.proc.wait)
+    if code != 0:
+        raise RuntimeError(f"{proc.argv} exited {code}; see {proc.log}")
+    return time.monotonic() - proc.started
+
+
+async def scrape(session: aiohttp.ClientSession, base: str, *, times: int = 5) -> dict[str, Any]:
+    """/metrics render time and size, and the longest /healthz answer while each scrape ran."""
+    durations, stalls, size = [], [], 0
+    for _ in range(times):
+        done = asyncio.Event()
+        worst = 0.0
+
+        async def poll(done: asyncio.Event) -> None:
+            nonlocal worst
+            while not done.is_set():
+                _, _, seconds = await procs.fetch(session, f"{base}/healthz")
+                worst = max(worst, seconds)
+                await asyncio.sleep(0.005)
+
+        poller = asyncio.create_task(poll(done))
+        status, body, seconds = await procs.fetch(session, f"{base}/metrics")
+        done.set()
+        await poller
+        if status != 200:
+            raise RuntimeError(f"{base}/metrics answered {status}")
+        durations.append(seconds)
+        stalls.append(worst)
+        size = len(body)
+        await asyncio.sleep(0.5)
+    return {
+        "metrics_seconds_p50": statistics.median(durations),
+        "metrics_seconds_max": max(durations),
+        "metrics_bytes": size,
+        "healthz_during_scrape_max_seconds": max(stalls),
+    }
+
+
+def has_finding(document: bytes, pod: str) -> bool:
+    for finding in orjson.loads(document)["findings"]:
+        subjects = [finding["subject"], *finding.get("affected", ())]
+        if finding["type"] == "WorkloadUnhealthy" and any(s["name"] == pod for s in subjects):
+            return True
+    return False
+
+
+async def detection(session: aiohttp.ClientSession, base: str, churn: Churn) -> dict[str, Any]:
+    """Break one healthy Pod at a time while churn runs; time until the finding is served."""
+    rng = random.Random(5)
+    api_latency, metrics_latency = [], []
+    for _ in range(PROBES):
+        namespace, pod = rng.choice([p for p in churn.pods if p not in churn.broken_pods])
+        sent = await churn.set_pod(namespace, pod, broken=True)
+        marker = f'name="{pod}"'.encode()
+        while True:
+            _, body, _ = await procs.fetch(session, f"{base}/api/v1/findings")
+            if body and has_finding(body, pod):
+                api_latency.append(time.time() - sent)
+                break
+            if time.time() - sent > 30:
+                raise TimeoutError(f"no finding for Pod {namespace}/{pod} after 30s")
+            await asyncio.sleep(0.02)
+        while True:
+            _, body, _ = await procs.fetch(session, f"{base}/metrics")
+            if any(line.startswith(b"stalewatch_finding{") and marker in line for line in body.split(b"\n")):
+                metrics_latency.append(time.time() - sent)
+                break
+            await asyncio.sleep(0.05)
+        await churn.set_pod(namespace, pod, broken=False)
+        await asyncio.sleep(0.3)
+    return {
+        "probes": PROBES,
+        "findings_api_p50_seconds": pct(api_latency, 0.5),
+        "findings_api_p99_seconds": pct(api_latency, 0.99),
+        "metrics_p50_seconds": pct(metrics_latency, 0.5),
+        "metrics_p99_seconds": pct(metrics_latency, 0.99),
+    }
+
+
+async def under_churn(churn: Churn, proc: procs.Proc, seconds: float) -> dict[str, float]:
+    """CPU cores the process used while the API server took churn at CHURN_RATE for `seconds`."""
+    cpu = proc.cpu()
+    writes = await churn.run(rate=CHURN_RATE, seconds=seconds)
+    return {
+        "churn_writes_per_s": writes / seconds,
+        "cpu_cores_under_churn": (proc.cpu() - cpu) / seconds,
+        "rss_bytes_under_churn": proc.rss(),
+    }
+
+
+async def measure_stalewatch(plane: ControlPlane, churn: Churn, workdir: Path) -> dict[str, Any]:
+    out: dict[str, Any] = {"sync_seconds": [], "barelist_seconds": []}
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session:
+        proc = None
+        for run in range(RUNS):
+            out["barelist_seconds"].append(
+                await timed_run(procs.barelist(plane.kubeconfig, workdir / "barelist.log"))
+            )
+            port = free_port()
+            proc = procs.stalewatch(plane.kubeconfig, port, workdir / f"stalewatch-{run}.log").start()
+            base = f"http://127.0.0.1:{port}"
+            out["sync_seconds"].append(await procs.wait_until_ok(session, f"{base}/readyz", proc, within=600))
+            if run < RUNS - 1:
+                proc.stop()
+        assert proc is not None
+        try:
+            await asyncio.sleep(3)
+            _, body, _ = await procs.fetch(session, f"{base}/api/v1/findings")
+            out["objects_held"] = orjson.loads(body)["summary"]["objects"]
+            out["rss_bytes"] = proc.rss()
+            out["scrape"] = await scrape(session, base)
+            load = asyncio.create_task(under_churn(churn, proc, 40))
+            out["detection"] = await detection(session, base, churn)
+            out.update(await load)
+            out["cpu_seconds_total"] = proc.cpu()
+        finally:
+            proc.stop()
+    out["sync_seconds_median"] = statistics.median(out["sync_seconds"])
+    out["barelist_seconds_median"] = statistics.median(out["barelist_seconds"])
+    out["sync_overhead_ratio"] = out["sync_seconds_median"] / out["barelist_seconds_median"]
+    return out
+
+
+async def measure_ksm(
+    binary: Path, plane: ControlPlane, churn: Churn, workdir: Path, cluster: Cluster
+) -> dict[str, Any]:
+    port, telemetry = free_port(), free_port()
+    proc = procs.ksm(binary, plane.kubeconfig, port, telemetry, workdir).start()
+    base = f"http://127.0.0.1:{port}"
+    pods = len(cluster.app_pods()) + 5
+    out: dict[str, Any] = {}
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=120)) as session:
+        try:
+            while True:
+                if not proc.alive():
+                    raise RuntimeError(f"kube-state-metrics exited; see {proc.log}")
+                status, body, _ = await procs.fetch(session, f"{base}/metrics")
+                if (
+                    status == 200
+                    and procs.count_series(body, b"kube_pod_info{") >= pods
+                    and procs.count_series(body, b"gotk_resource_info{")
+                ):
+                    out["sync_seconds"] = time.monotonic() - proc.started
+                    break
+                await asyncio.sleep(0.5)
+            await asyncio.sleep(3)
+            out["gotk_series"] = procs.count_series(body, b"gotk_resource_info{")
+            out["rss_bytes"] = proc.rss()
+            durations = []
+            for _ in range(3):
+                _, body, seconds = await procs.fetch(session, f"{base}/metrics")
+                durations.append(seconds)
+            out["scrape"] = {"metrics_seconds_p50": statistics.median(durations), "metrics_bytes": len(body)}
+            out.update(await under_churn(churn, proc, 40))
+            out["cpu_seconds_total"] = proc.cpu()
+        finally:
+            proc.stop()
+    return out
+
+
+async def bench_size(size: int, *, ksm: Path | None, workdir: Path) -> dict[str, Any]:
+    plane = await asyncio.to_thread(start_plane)
+    result: dict[str, Any] = {"size": size}
+    try:
+        async with await client_for(plane.kubeconfig) as api:
+            kube = Kube(api)
+            cluster = Cluster(size, datetime.now(UTC))
+            log(f"{size}: creating the cluster")
+            started = time.monotonic()
+            created = await populate(kube, cluster)
+            result["created"] = created
+            result["objects"] = sum(created.values())
+            result["create_seconds"] = time.monotonic() - started
+            churn = Churn(kube, cluster)
+            leases = asyncio.create_task(churn.keep_leases())
+            try:
+                log(f"{size}: recording the watch stream under churn")
+                stream, stop = workdir / "stream.jsonl", asyncio.Event()
+                recorder = asyncio.create_task(record(api, stream, stop=stop))
+                await asyncio.sleep(5 + size / 5000)
+                result["stream_churn_writes"] = await churn.run(rate=CHURN_RATE, seconds=15)
+                await asyncio.sleep(2)
+                stop.set()
+                result["stream_events"] = await recorder
+                log(f"{size}: stalewatch (sync x{RUNS}, memory, scrape, detection)")
+                result["stalewatch"] = await measure_stalewatch(plane, churn, workdir)
+                if ksm is not None:
+                    log(f"{size}: kube-state-metrics")
+                    result["ksm"] = await measure_ksm(ksm, plane, churn, workdir, cluster)
+            finally:
+                leases.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await leases
+        log(f"{size}: pipeline on {result['stream_events']} recorded events (one core)")
+        done = await asyncio.to_thread(
+            subprocess.run,
+            [sys.executable, "-m", "bench.pipeline", str(stream)],
+            cwd=procs.ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        result["pipeline"] = orjson.loads(done.stdout)
+        return result
+    finally:
+        await asyncio.to_thread(plane.stop)
+
+
+async def baseline(workdir: Path) -> int:
+    """stalewatch's RSS once synced against an API server with only the CRDs: the empty baseline."""
+    plane = await asyncio.to_thread(start_plane)
+    try:
+        port = free_port()
+        proc = procs.stalewatch(plane.kubeconfig, port, workdir / "stalewatch.log").start()
+        try:
+            async with aiohttp.ClientSession() as session:
+                await procs.wait_until_ok(session, f"http://127.0.0.1:{port}/readyz", proc, within=120)
+            await asyncio.sleep(3)
+            return proc.rss()
+        finally:
+            proc.stop()
+    finally:
+        await asyncio.to_thread(plane.stop)
+
+
+def machine(ksm: Path | None) -> dict[str, Any]:
+    import kubernetes_asyncio
+
+    bins = binaries_dir()
+    return {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
+        "cpus": len(os.sched_getaffinity(0)),
+        "cpu_model": next(
+            (
+                line.split(":", 1)[1].strip()
+                for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")
+            ),
+            platform.processor(),
+        ),
+        "memory_gib": round(int(Path("/proc/meminfo").read_text().split()[1]) / 1024**2, 1),
+        "python": platform.python_version(),
+        "kubernetes_asyncio": kubernetes_asyncio.__version__,
+        "controlplane": bins.name,
+        "kube_state_metrics": ksm.parent.name if ksm else None,
+        "kernel": platform.release(),
+    }
+
+
+async def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description="stalewatch benchmarks, side by side with kube-state-metrics."
+    )
+    parser.add_argument("--sizes", default="1000,10000,50000")
+    parser.add_argument("--ksm", type=Path, help="kube-state-metrics binary (bench/build_ksm.sh builds it)")
+    parser.add_argument("--out", type=Path, default=procs.ROOT / "bench" / "results")
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/stalewatch-bench"))
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.workdir / "baseline").mkdir(parents=True, exist_ok=True)
+    log("baseline: stalewatch on an API server with only the CRDs")
+    info = machine(args.ksm)
+    info["baseline_rss_bytes"] = await baseline(args.workdir / "baseline")
+    (args.out / "machine.json").write_bytes(orjson.dumps(info, option=orjson.OPT_INDENT_2))
+    for size in sizes:
+        (args.workdir / str(size)).mkdir(parents=True, exist_ok=True)
+        result = await bench_size(size, ksm=args.ksm, workdir=args.workdir / str(size))
+        path = args.out / f"size-{size}.json"
+        path.write_bytes(orjson.dumps(result, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
+        log(f"{size}: wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))

@@ -1,0 +1,652 @@
+"""The benchmark cluster: realistic objects at a given size, as plain dicts, in creation order.
+
+Shapes follow what a busy GitOps cluster's API server returns (a kubelet-written Pod
+status with conditions and containerStatuses, Flux status with artifacts, inventories
+and history), because the cost being measured is decoding and projecting real bytes.
+The mix per size is fixed (`MIX`): Pods are about 80%, as in a real cluster.
+
+Creation is in `PHASES`: owners first, so each dependent can carry its owner's real
+uid (ownerReferences are what the model follows from a Pod to its Deployment).
+Everything is deterministic for a size and seed, so runs compare like with like.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+Obj = dict[str, Any]
+
+FLUX_NS = "flux-system"
+CONTROLLERS = (
+    "source-controller",
+    "kustomize-controller",
+    "helm-controller",
+    "notification-controller",
+    "tofu-controller",
+)
+"""Controller workloads in flux-system, each with a Deployment, ReplicaSet, Pod and leader Lease."""
+
+MIX: dict[str, float] = {
+    "Pod": 0.80,
+    "Deployment": 0.04,
+    "ReplicaSet": 0.04,
+    "Event": 0.04,
+    "Lease": 0.01,
+    "GitRepository": 0.003,
+    "OCIRepository": 0.001,
+    "HelmRepository": 0.001,
+    "Bucket": 0.0005,
+    "HelmChart": 0.0145,
+    "Kustomization": 0.025,
+    "HelmRelease": 0.0145,
+    "Terraform": 0.01,
+}
+"""Share of each kind in the total (before the fixed flux-system controllers and namespaces)."""
+
+API_VERSIONS: dict[str, str] = {
+    "Namespace": "v1",
+    "Pod": "v1",
+    "Event": "v1",
+    "Deployment": "apps/v1",
+    "ReplicaSet": "apps/v1",
+    "Lease": "coordination.k8s.io/v1",
+    "GitRepository": "source.toolkit.fluxcd.io/v1",
+    "OCIRepository": "source.toolkit.fluxcd.io/v1",
+    "HelmRepository": "source.toolkit.fluxcd.io/v1",
+    "Bucket": "source.toolkit.fluxcd.io/v1",
+    "HelmChart": "source.toolkit.fluxcd.io/v1",
+    "Kustomization": "kustomize.toolkit.fluxcd.io/v1",
+    "HelmRelease": "helm.toolkit.fluxcd.io/v2",
+    "Terraform": "infra.contrib.fluxcd.io/v1alpha2",
+}
+
+PHASES: tuple[tuple[str, ...], ...] = (
+    ("Namespace",),
+    ("Deployment",),
+    ("ReplicaSet",),
+    ("Pod", "Lease", "Event", "GitRepository", "OCIRepository", "HelmRepository", "Bucket"),
+    ("HelmChart", "Kustomization", "HelmRelease", "Terraform"),
+)
+"""Creation order: a phase may reference the uids of objects created in earlier phases."""
+
+FIELD_MANAGERS: dict[str, tuple[str, str]] = {
+    "Pod": ("kube-controller-manager", "kubelet"),
+    "Deployment": ("kustomize-controller", "kube-controller-manager"),
+    "ReplicaSet": ("kube-controller-manager", "kube-controller-manager"),
+    "Event": ("kubelet", "kubelet"),
+    "Lease": ("source-controller", "source-controller"),
+    "Namespace": ("kustomize-controller", "kube-controller-manager"),
+}
+"""(create, status) field managers, so managedFields look like a real cluster's."""
+FLUX_MANAGER = ("kustomize-controller", "gotk-controller")
+
+
+def sha(*parts: object) -> str:
+    return hashlib.sha1("/".join(map(str, parts)).encode()).hexdigest()
+
+
+def rfc3339(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def counts(size: int) -> dict[str, int]:
+    """Objects per kind for a cluster of about `size` objects (at least one of each)."""
+    return {kind: max(1, round(size * share)) for kind, share in MIX.items()}
+
+
+@dataclass
+class Cluster:
+    """Builds the objects of one benchmark cluster; `uids` is filled in as phases are created."""
+
+    size: int
+    now: datetime
+    seed: int = 7
+
+    def __post_init__(self) -> None:
+        self.rng = random.Random(self.seed)
+        self.count = counts(self.size)
+        self.namespaces = [f"team-{i:03d}" for i in range(max(1, self.size // 250))]
+        self.uids: dict[tuple[str, str, str], str] = {}
+
+    def ago(self, **delta: float) -> str:
+        return rfc3339(self.now - timedelta(**delta))
+
+    def ns(self, index: int) -> str:
+        return self.namespaces[index % len(self.namespaces)]
+
+    def owner(self, kind: str, namespace: str, name: str) -> dict[str, Any]:
+        return {
+            "apiVersion": API_VERSIONS[kind],
+            "kind": kind,
+            "name": name,
+            "uid": self.uids[(kind, namespace, name)],
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+
+    def phase(self, kinds: tuple[str, ...]) -> Iterator[Obj]:
+        for kind in kinds:
+            yield from getattr(self, f"_{kind.lower()}s")()
+
+    # -- Workloads ---------------------------------------------------------------------------
+
+    def _deployment_names(self) -> list[tuple[str, str, int]]:
+        """(namespace, name, replicas): the controllers first, then app Deployments sharing the Pods."""
+        apps = self.count["Deployment"]
+        pods = max(0, self.count["Pod"] - len(CONTROLLERS))
+        out = [(FLUX_NS, name, 1) for name in CONTROLLERS]
+        for i in range(apps):
+            out.append((self.ns(i), f"app-{i:05d}", pods // apps + (1 if i < pods % apps else 0)))
+        return out
+
+    def _namespaces(self) -> Iterator[Obj]:
+        for name in (FLUX_NS, *self.namespaces):
+            yield {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name}},
+            }
+
+    def _deployments(self) -> Iterator[Obj]:
+        for namespace, name, replicas in self._deployment_names():
+            labels = {"app.kubernetes.io/name": name, "app.kubernetes.io/part-of": namespace}
+            yield {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {
+                    "name": name,
+                    "namespace": namespace,
+                    "labels": {**labels, "kustomize.toolkit.fluxcd.io/name": "apps"},
+                    "annotations": {"deployment.kubernetes.io/revision": "3"},
+                },
+                "spec": {
+                    "replicas": replicas,
+                    "selector": {"matchLabels": {"app.kubernetes.io/name": name}},
+                    "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%"}},
+                    "template": {"metadata": {"labels": labels}, "spec": self._pod_spec(name)},
+                },
+                "status": {
+                    "observedGeneration": 1,
+                    "replicas": replicas,
+                    "updatedReplicas": replicas,
+                    "readyReplicas": replicas,
+                    "availableReplicas": replicas,
+                    "conditions": [
+                        self._cond(
+                            "Available", "True", "MinimumReplicasAvailable", "has minimum availability."
+                        ),
+                        self._cond(
+                            "Progressing",
+                            "True",
+                            "NewReplicaSetAvailable",
+                            f'ReplicaSet "{name}-{sha(name)[:10]}" has successfully progressed.',
+                        ),
+                    ],
+                },
+            }
+
+    def _replicasets(self) -> Iterator[Obj]:
+        for namespace, name, replicas in self._deployment_names():
+            template_hash = sha(name)[:10]
+            yield {
+                "apiVersion": "apps/v1",
+                "kind": "ReplicaSet",
+                "metadata": {
+                    "name": f"{name}-{template_hash}",
+                    "namespace": namespace,
+                    "labels": {"app.kubernetes.io/name": name, "pod-template-hash": template_hash},
+                    "annotations": {"deployment.kubernetes.io/desired-replicas": str(replicas)},
+                    "ownerReferences": [self.owner("Deployment", namespace, name)],
+                },
+                "spec": {
+                    "replicas": replicas,
+                    "selector": {
+                        "matchLabels": {"app.kubernetes.io/name": name, "pod-template-hash": template_hash}
+                    },
+                    "template": {
+                        "metadata": {
+                            "labels": {"app.kubernetes.io/name": name, "pod-template-hash": template_hash}
+                        },
+                        "spec": self._pod_spec(name),
+                    },
+                },
+                "status": {
+                    "observedGeneration": 1,
+                    "replicas": replicas,
+                    "fullyLabeledReplicas": replicas,
+                    "readyReplicas": replicas,
+                    "availableReplicas": replicas,
+                },
+            }
+
+    def _pod_spec(self, app: str) -> Obj:
+        image = f"ghcr.io/acme/{app}:v1.{sha(app)[:2]}.0"
+        return {
+            "containers": [
+                {
+                    "name": "app",
+                    "image": image,
+                    "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}],
+                    "env": [{"name": "LOG_LEVEL", "value": "info"}, {"name": "APP", "value": app}],
+                    "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
+                    "readinessProbe": {"httpGet": {"path": "/readyz", "port": "http"}, "periodSeconds": 10},
+                    "volumeMounts": [
+                        {
+                            "name": "kube-api-access",
+                            "readOnly": True,
+                            "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+                        }
+                    ],
+                }
+            ],
+            "serviceAccountName": "default",
+            "terminationGracePeriodSeconds": 30,
+            "volumes": [
+                {
+                    "name": "kube-api-access",
+                    "projected": {
+                        "sources": [{"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}}]
+                    },
+                }
+            ],
+            "tolerations": [
+                {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"}
+            ],
+        }
+
+    def app_pods(self) -> list[tuple[str, str]]:
+        """(namespace, name) of every application Pod (not the controllers'): what churn breaks."""
+        return [
+            (namespace, f"{app}-{sha(app)[:10]}-{sha(app, r)[:5]}")
+            for namespace, app, replicas in self._deployment_names()[len(CONTROLLERS) :]
+            for r in range(replicas)
+        ]
+
+    def _pods(self) -> Iterator[Obj]:
+        for namespace, app, replicas in self._deployment_names():
+            template_hash = sha(app)[:10]
+            spec = self._pod_spec(app)
+            for r in range(replicas):
+                name = f"{app}-{template_hash}-{sha(app, r)[:5]}"
+                yield {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {
+                        "name": name,
+                        "namespace": namespace,
+                        "labels": {"app.kubernetes.io/name": app, "pod-template-hash": template_hash},
+                        "ownerReferences": [self.owner("ReplicaSet", namespace, f"{app}-{template_hash}")],
+                    },
+                    "spec": {**spec, "nodeName": f"node-{self.rng.randrange(200):03d}"},
+                    "status": self.pod_status(spec["containers"][0]["image"], ready=True, ip=r),
+                }
+
+    def pod_status(self, image: str, *, ready: bool, ip: int = 0, since: str | None = None) -> Obj:
+        """A kubelet-written status: Running and Ready, or waiting in ImagePullBackOff."""
+        started = self.ago(hours=20)
+        flag = "True" if ready else "False"
+        when = since or started
+        if ready:
+            state: Obj = {"running": {"startedAt": started}}
+        else:
+            state = {
+                "waiting": {
+                    "reason": "ImagePullBackOff",
+                    "message": f'Back-off pulling image "{image}": ErrImagePull: not found',
+                }
+            }
+        not_ready = (
+            {}
+            if ready
+            else {"reason": "ContainersNotReady", "message": "containers with unready status: [app]"}
+        )
+        return {
+            "phase": "Running",
+            "conditions": [
+                {"type": "PodReadyToStartContainers", "status": "True", "lastTransitionTime": started},
+                {"type": "Initialized", "status": "True", "lastTransitionTime": started},
+                {"type": "Ready", "status": flag, "lastTransitionTime": when, **not_ready},
+                {"type": "ContainersReady", "status": flag, "lastTransitionTime": when, **not_ready},
+                {"type": "PodScheduled", "status": "True", "lastTransitionTime": started},
+            ],
+            "hostIP": f"10.1.{ip % 250}.1",
+            "hostIPs": [{"ip": f"10.1.{ip % 250}.1"}],
+            "podIP": f"10.244.{ip % 250}.{ip // 250 % 250 + 2}",
+            "podIPs": [{"ip": f"10.244.{ip % 250}.{ip // 250 % 250 + 2}"}],
+            "startTime": started,
+            "qosClass": "Burstable",
+            "containerStatuses": [
+                {
+                    "name": "app",
+                    "image": image,
+                    "imageID": f"{image.split(':')[0]}@sha256:{sha(image) * 2}"[:120],
+                    "containerID": f"containerd://{sha(image, ip)}{sha(ip)[:24]}",
+                    "ready": ready,
+                    "started": ready,
+                    "restartCount": 0,
+                    "state": state,
+                    "lastState": {},
+                }
+            ],
+        }
+
+    def _leases(self) -> Iterator[Obj]:
+        renewed = self.now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        for name in CONTROLLERS:
+            yield lease(
+                FLUX_NS, f"{name}-leader-election", f"{name}-{sha(name)[:10]}-{sha(name, 0)[:5]}", renewed
+            )
+        for i in range(max(0, self.count["Lease"] - len(CONTROLLERS))):
+            yield lease(self.ns(i), f"app-{i:05d}-leader", f"app-{i:05d}-{sha(i)[:5]}", renewed)
+
+    def _events(self) -> Iterator[Obj]:
+        apps = self._deployment_names()
+        for i in range(self.count["Event"]):
+            namespace, app, _ = apps[len(CONTROLLERS) + i % (len(apps) - len(CONTROLLERS))]
+            pod = f"{app}-{sha(app)[:10]}-{sha(app, 0)[:5]}"
+            warning = i % 5 == 0
+            reason, message = (
+                ("BackOff", f'Back-off pulling image "ghcr.io/acme/{app}:v0"')
+                if warning
+                else ("Pulled", f'Successfully pulled image "ghcr.io/acme/{app}" in 1.2s')
+            )
+            yield {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {"name": f"{pod}.{sha(i)[:16]}", "namespace": namespace},
+                "involvedObject": {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "name": pod,
+                    "namespace": namespace,
+                    "fieldPath": "spec.containers{app}",
+                },
+                "reason": reason,
+                "message": message,
+                "type": "Warning" if warning else "Normal",
+                "count": 3 if warning else 1,
+                "firstTimestamp": self.ago(minutes=4),
+                "lastTimestamp": self.ago(minutes=1),
+                "source": {"component": "kubelet", "host": f"node-{i % 200:03d}"},
+                "reportingComponent": "kubelet",
+                "reportingInstance": f"node-{i % 200:03d}",
+            }
+
+    # -- Flux and tofu-controller ------------------------------------------------------------
+
+    def git_revision(self, name: str, step: int = 0) -> str:
+        return f"main@sha1:{sha(name, step)}"
+
+    def _cond(self, kind: str, status: str, reason: str, message: str, generation: int | None = None) -> Obj:
+        out: Obj = {
+            "type": kind,
+            "status": status,
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": self.ago(hours=2),
+        }
+        if generation is not None:
+            out["observedGeneration"] = generation
+        return out
+
+    def _source(self, kind: str, name: str, namespace: str, spec: Obj, revision: str) -> Obj:
+        return {
+            "apiVersion": API_VERSIONS[kind],
+            "kind": kind,
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "generation": 1,
+                "finalizers": ["finalizers.fluxcd.io"],
+            },
+            "spec": {"interval": "5m", "timeout": "60s", **spec},
+            "status": {
+                "observedGeneration": 1,
+                "conditions": [
+                    self._cond("Ready", "True", "Succeeded", f"stored artifact for revision '{revision}'", 1),
+                    self._cond(
+                        "ArtifactInStorage",
+                        "True",
+                        "Succeeded",
+                        f"stored artifact for revision '{revision}'",
+                        1,
+                    ),
+                ],
+                "artifact": {
+                    "revision": revision,
+                    "digest": f"sha256:{sha(revision)}{sha(name)[:24]}",
+                    "lastUpdateTime": self.ago(hours=1),
+                    "path": f"{kind.lower()}/{namespace}/{name}/{sha(revision)}.tar.gz",
+                    "url": f"http://source-controller.flux-system.svc.cluster.local./{kind.lower()}/{namespace}/{name}/{sha(revision)}.tar.gz",
+                    "size": 40960,
+                },
+                "url": f"http://source-controller.flux-system.svc.cluster.local./{kind.lower()}/{namespace}/{name}/latest.tar.gz",
+            },
+        }
+
+    def _gitrepositorys(self) -> Iterator[Obj]:
+        for i in range(self.count["GitRepository"]):
+            name = f"repo-{i:04d}"
+            spec = {
+                "url": f"ssh://git@github.com/acme/{name}",
+                "ref": {"branch": "main"},
+                "secretRef": {"name": "git"},
+            }
+            yield self._source("GitRepository", name, self.ns(i), spec, self.git_revision(name))
+
+    def _ocirepositorys(self) -> Iterator[Obj]:
+        for i in range(self.count["OCIRepository"]):
+            name = f"oci-{i:04d}"
+            spec = {"url": f"oci://ghcr.io/acme/manifests/{name}", "ref": {"tag": "latest"}}
+            yield self._source(
+                "OCIRepository", name, self.ns(i), spec, f"latest@sha256:{sha(name)}{sha(i)[:24]}"
+            )
+
+    def _helmrepositorys(self) -> Iterator[Obj]:
+        for i in range(self.count["HelmRepository"]):
+            name = f"charts-{i:04d}"
+            spec = {"url": f"https://charts.acme.example/{name}", "type": "default"}
+            yield self._source("HelmRepository", name, self.ns(i), spec, f"sha256:{sha(name)}{sha(i)[:24]}")
+
+    def _buckets(self) -> Iterator[Obj]:
+        for i in range(self.count["Bucket"]):
+            name = f"bucket-{i:04d}"
+            spec = {"bucketName": name, "endpoint": "s3.amazonaws.com", "provider": "aws"}
+            yield self._source("Bucket", name, self.ns(i), spec, f"sha256:{sha(name)}{sha(i)[:24]}")
+
+    def repo(self, i: int) -> tuple[str, str]:
+        """(namespace, name) of the GitRepository the i-th Kustomization or Terraform applies."""
+        j = i % self.count["GitRepository"]
+        return self.ns(j), f"repo-{j:04d}"
+
+    def _releases(self) -> Iterator[tuple[str, str, str, str]]:
+        """(namespace, name, chart namespace, HelmRepository) per HelmRelease: as helm-controller
+        does, its HelmChart lives beside the HelmRepository, named <namespace>-<release>."""
+        for i in range(self.count["HelmRelease"]):
+            j = i % self.count["HelmRepository"]
+            yield self.ns(i), f"release-{i:05d}", self.ns(j), f"charts-{j:04d}"
+
+    def _helmcharts(self) -> Iterator[Obj]:
+        for namespace, release, chart_ns, charts in self._releases():
+            spec = {
+                "chart": "podinfo",
+                "version": "6.x",
+                "sourceRef": {"kind": "HelmRepository", "name": charts},
+            }
+            chart = self._source("HelmChart", f"{namespace}-{release}", chart_ns, spec, "6.5.4")
+            chart["status"]["conditions"][0]["message"] = "pulled 'podinfo' chart with version '6.5.4'"
+            yield chart
+
+    def _kustomizations(self) -> Iterator[Obj]:
+        apps = self._deployment_names()[len(CONTROLLERS) :]
+        for i in range(self.count["Kustomization"]):
+            name, namespace = f"ks-{i:05d}", self.ns(i)
+            repo_ns, repo = self.repo(i)
+            revision = self.git_revision(repo)
+            depends = (
+                [{"name": f"ks-{i - len(self.namespaces):05d}"}]
+                if i % 5 and i >= len(self.namespaces)
+                else []
+            )
+            entries = [
+                {"id": f"{ns}_{app}_apps_Deployment", "v": "v1"}
+                for ns, app, _ in apps[i % len(apps) :: len(apps) // 8 + 1]
+            ] + [{"id": f"{namespace}_{name}-config__ConfigMap", "v": "v1"}]
+            yield {
+                "apiVersion": API_VERSIONS["Kustomization"],
+                "kind": "Kustomization",
+                "metadata": {
+                    "name": name,
+                    "namespace": namespace,
+                    "generation": 1,
+                    "finalizers": ["finalizers.fluxcd.io"],
+                },
+                "spec": {
+                    "interval": "10m",
+                    "retryInterval": "2m",
+                    "path": f"./clusters/prod/{name}",
+                    "prune": True,
+                    "wait": True,
+                    "timeout": "5m",
+                    "sourceRef": {"kind": "GitRepository", "name": repo, "namespace": repo_ns},
+                    "dependsOn": depends,
+                },
+                "status": {
+                    "observedGeneration": 1,
+                    "lastAppliedRevision": revision,
+                    "lastAttemptedRevision": revision,
+                    "conditions": [
+                        self._cond(
+                            "Ready", "True", "ReconciliationSucceeded", f"Applied revision: {revision}", 1
+                        )
+                    ],
+                    "inventory": {"entries": entries},
+                },
+            }
+
+    def _helmreleases(self) -> Iterator[Obj]:
+        for namespace, release, chart_ns, charts in self._releases():
+            upgraded = f"Helm upgrade succeeded for release {namespace}/{release}.v3 with chart podinfo@6.5.4"
+            history = [
+                {
+                    "name": release,
+                    "namespace": namespace,
+                    "version": v,
+                    "status": "deployed" if v == 3 else "superseded",
+                    "chartName": "podinfo",
+                    "chartVersion": "6.5.4",
+                    "appVersion": "6.5.4",
+                    "configDigest": f"sha256:{sha(release, v)}",
+                    "digest": f"sha256:{sha(release, 'd', v)}",
+                    "firstDeployed": self.ago(days=3),
+                    "lastDeployed": self.ago(days=3 - v),
+                }
+                for v in (3, 2, 1)
+            ]
+            yield {
+                "apiVersion": API_VERSIONS["HelmRelease"],
+                "kind": "HelmRelease",
+                "metadata": {
+                    "name": release,
+                    "namespace": namespace,
+                    "generation": 1,
+                    "finalizers": ["finalizers.fluxcd.io"],
+                },
+                "spec": {
+                    "interval": "10m",
+                    "chart": {
+                        "spec": {
+                            "chart": "podinfo",
+                            "version": "6.x",
+                            "sourceRef": {"kind": "HelmRepository", "name": charts, "namespace": chart_ns},
+                        }
+                    },
+                    "values": {"replicaCount": 2, "ingress": {"enabled": False}},
+                },
+                "status": {
+                    "observedGeneration": 1,
+                    "helmChart": f"{chart_ns}/{namespace}-{release}",
+                    "lastAttemptedRevision": "6.5.4",
+                    "lastAttemptedConfigDigest": f"sha256:{sha(release, 3)}",
+                    "lastAttemptedGeneration": 1,
+                    "conditions": [
+                        self._cond(
+                            "Ready",
+                            "True",
+                            "UpgradeSucceeded",
+                            upgraded,
+                            1,
+                        ),
+                        self._cond(
+                            "Released",
+                            "True",
+                            "UpgradeSucceeded",
+                            upgraded,
+                            1,
+                        ),
+                    ],
+                    "history": history,
+                },
+            }
+
+    def _terraforms(self) -> Iterator[Obj]:
+        for i in range(self.count["Terraform"]):
+            name, namespace = f"tf-{i:05d}", self.ns(i)
+            repo_ns, repo = self.repo(i)
+            revision = self.git_revision(repo)
+            yield {
+                "apiVersion": API_VERSIONS["Terraform"],
+                "kind": "Terraform",
+                "metadata": {
+                    "name": name,
+                    "namespace": namespace,
+                    "generation": 1,
+                    "finalizers": ["finalizers.tf.contrib.fluxcd.io"],
+                },
+                "spec": {
+                    "interval": "1h",
+                    "approvePlan": "auto",
+                    "path": f"./infra/{name}",
+                    "sourceRef": {"kind": "GitRepository", "name": repo, "namespace": repo_ns},
+                    "writeOutputsToSecret": {"name": f"{name}-outputs"},
+                },
+                "status": {
+                    "observedGeneration": 1,
+                    "lastAppliedRevision": revision,
+                    "lastAttemptedRevision": revision,
+                    "lastPlannedRevision": revision,
+                    "conditions": [
+                        self._cond(
+                            "Ready", "True", "TerraformAppliedSucceed", f"Applied successfully: {revision}", 1
+                        ),
+                        self._cond(
+                            "Apply", "True", "TerraformAppliedSucceed", f"Applied successfully: {revision}", 1
+                        ),
+                        self._cond(
+                            "Plan", "True", "TerraformPlannedWithChanges", f"Plan generated: {revision}", 1
+                        ),
+                    ],
+                    "plan": {"pending": "", "lastApplied": f"plan-{revision}"},
+                    "availableOutputs": ["vpc_id", "subnet_ids"],
+                },
+            }
+
+
+def lease(namespace: str, name: str, holder: str, renewed: str) -> Obj:
+    return {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "holderIdentity": f"{holder}_{sha(holder)[:8]}-{sha(holder)[8:12]}",
+            "leaseDurationSeconds": 40,
+            "acquireTime": renewed,
+            "renewTime": renewed,
+            "leaseTransitions": 1,
+        },
+    }
