@@ -93,6 +93,15 @@ CASES = [
         [deployment(KC, available=0)], False, "NoAvailableReplicas", id="no-available-replica-and-no-pods"
     ),
     pytest.param(kc(lease_renewed=EXPIRED), False, "LeaseExpired", id="hung-leader-behind-a-running-pod"),
+    pytest.param(
+        [
+            *kc(lease_renewed=None),
+            lease(f"{KC}-leader-election", holder=f"{KC}-5c6d-gone1_9a", renewed=EXPIRED),
+        ],
+        True,
+        "Available",
+        id="expired-lease-of-a-pod-long-gone-is-history",
+    ),
     pytest.param(kc(replicas=0, available=0), False, "ScaledToZero", id="scaled-to-zero"),
     pytest.param(
         kc(available=0, ready=False, waiting="CrashLoopBackOff", restarts=1, lease_renewed=10 * SEC),

@@ -143,6 +143,12 @@ def find_lease(
     return next((le for le in candidates if text(le, "spec", "holderIdentity").startswith(prefix)), None)
 
 
+def _holds(holder: str, pod: Mapping[str, Any]) -> bool:
+    """controller-runtime's holderIdentity is "<pod name>_<uuid>"."""
+    name: str = pod["metadata"]["name"]
+    return holder == name or holder.startswith(name + "_")
+
+
 def lease_expiry(lease: Mapping[str, Any] | None) -> datetime | None:
     if lease is None:
         return None
@@ -222,16 +228,20 @@ def controller_state(
 
     has_ready = any(state.ready for _, state in states) if states else available_replicas(workload) > 0
     if has_ready:
-        if expiry is None or expiry >= now:
-            return verdict(
-                True, HealthReason.AVAILABLE, None, deadline=None if expiry is None else expiry + _TICK
-            )
+        holder = text(lease or {}, "spec", "holderIdentity")
+        leader = next((pod for pod, state in states if state.ready and _holds(holder, pod)), None)
+        if expiry is None or expiry >= now or leader is None:
+            # A Lease held by no running Pod of ours is history (e.g. leader election turned off).
+            deadline = expiry + _TICK if expiry is not None and expiry >= now else None
+            return verdict(True, HealthReason.AVAILABLE, None, deadline=deadline)
         if now - expiry < thresholds.controller_down:
             return verdict(True, HealthReason.AVAILABLE, None, deadline=expiry + thresholds.controller_down)
+        renewed = text(lease or {}, "spec", "renewTime")
         detail = (
-            f"its Pod is Running but leader Lease {lease['metadata']['name'] if lease else ''} "
-            f"was last renewed at {text(lease or {}, 'spec', 'renewTime')} and expired"
+            f"pod {leader['metadata']['name']} is Running and Ready but stopped renewing leader Lease "
+            f"{lease['metadata']['name'] if lease else ''} (last renewed {renewed})"
         )
+        evidence.update(pod=leader["metadata"]["name"])
         return verdict(False, HealthReason.LEASE_EXPIRED, expiry, detail)
 
     if expiry is not None and expiry >= now:
