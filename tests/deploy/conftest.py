@@ -195,8 +195,8 @@ class Running:
             time.sleep(0.2)
         return answer
 
-    def stop(self) -> int:
-        """SIGTERM, as the kubelet sends after preStop; the exit code."""
+    def stop(self) -> None:
+        """SIGTERM, as the kubelet sends after preStop; SIGKILL if that is ignored."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
@@ -204,7 +204,6 @@ class Running:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-        return self.process.returncode
 
 
 def start_like_the_pod(
@@ -214,11 +213,42 @@ def start_like_the_pod(
     user, on a read-only root file system (a private mount namespace, so only this process
     sees it read-only). Outside a cluster it needs --kubeconfig, and --listen on a free port."""
     _, final = dockerfile_stages()
-    deployment = one(rendered, "Deployment")
-    pod = deployment["spec"]["template"]["spec"]
+    pod = one(rendered, "Deployment")["spec"]["template"]["spec"]
     container = pod["containers"][0]
+    entrypoint = container.get("command") or final.all("ENTRYPOINT")[-1].exec_form()
+    args = container.get("args") or final.all("CMD")[-1].exec_form()
+    for mount_path, where in _mount_config_maps(pod, rendered, workdir).items():
+        args = [arg.replace(mount_path, str(where)) for arg in args]
+    env = final.env({"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+    env["PATH"] = os.pathsep.join(_in_image(image_root, entry) for entry in env["PATH"].split(os.pathsep))
+    env["HOME"] = "/"  # what docker sets for a user with no passwd entry
+    port = free_port()
+    command = [*entrypoint, *args, f"--kubeconfig={kubeconfig}", f"--listen=127.0.0.1:{port}"]
+    command[0] = shutil.which(command[0], path=env["PATH"]) or command[0]
+    uid, _, gid = final.all("USER")[-1].args.partition(":")
+    drop = f"mount -o remount,bind,ro / && exec setpriv --reuid={uid} --regid={gid or uid} --clear-groups -- "
+    log = workdir / "stalewatch.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            ["unshare", "--mount", "--", "/bin/sh", "-c", drop + '"$@"', "sh", *command],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd="/",
+        )
+    return Running(process=process, url=f"http://127.0.0.1:{port}", log=log)
+
+
+def _in_image(image_root: Path, path: str) -> str:
+    """A path of the image's PATH, where it is under `image_root` (else the host's)."""
+    moved = image_root / path.lstrip("/")
+    return str(moved) if path.startswith("/") and moved.is_dir() else path
+
+
+def _mount_config_maps(pod: dict[str, Any], rendered: list[dict[str, Any]], workdir: Path) -> dict[str, Path]:
+    """Writes each ConfigMap volume's files under `workdir`; mount path -> where they are."""
     mounts: dict[str, Path] = {}
-    for mount in container.get("volumeMounts", []):
+    for mount in pod["containers"][0].get("volumeMounts", []):
         volume = next(v for v in pod["volumes"] if v["name"] == mount["name"])
         config_map = next(
             o
@@ -230,34 +260,7 @@ def start_like_the_pod(
         for name, content in config_map["data"].items():
             (where / name).write_text(content)
         mounts[mount["mountPath"]] = where
-    venv = image_root / "opt" / "stalewatch"
-    entrypoint = container.get("command") or final.all("ENTRYPOINT")[-1].exec_form()
-    args = container.get("args") or final.all("CMD")[-1].exec_form()
-    for mount_path, where in mounts.items():
-        args = [arg.replace(mount_path, str(where)) for arg in args]
-    port = free_port()
-    env = final.env({"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
-    env["PATH"] = env["PATH"].replace("/opt/stalewatch", str(venv))
-    env["HOME"] = "/"  # what docker sets for a user with no passwd entry
-    uid, _, gid = final.all("USER")[-1].args.partition(":")
-    drop = f"mount -o remount,bind,ro / && exec setpriv --reuid={uid} --regid={gid or uid} --clear-groups -- "
-    command = [
-        *entrypoint,
-        *args,
-        f"--kubeconfig={kubeconfig}",
-        f"--listen=127.0.0.1:{port}",
-    ]
-    command[0] = shutil.which(command[0], path=env["PATH"]) or command[0]
-    log = workdir / "stalewatch.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            ["unshare", "--mount", "--", "/bin/sh", "-c", drop + '"$@"', "sh", *command],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            cwd="/",
-        )
-    return Running(process=process, url=f"http://127.0.0.1:{port}", log=log)
+    return mounts
 
 
 @pytest.fixture(scope="package")

@@ -76,7 +76,10 @@ def test_the_install_serves_healthz_as_the_image_user_on_a_read_only_root(runnin
     uid = FINAL.all("USER")[-1].args.split(":")[0]
     process_status = Path(f"/proc/{running.process.pid}/status").read_text()
     assert re.search(rf"^Uid:\s+{uid}\s+{uid}\s+{uid}\s+{uid}$", process_status, re.MULTILINE)
-    assert "Read-only file system" not in running.logs()
+    mounts = Path(f"/proc/{running.process.pid}/mountinfo").read_text().splitlines()
+    root_options = [line.split()[5].split(",") for line in mounts if line.split()[4] == "/"]
+    assert root_options, "no root mount"
+    assert all("ro" in options for options in root_options)
 
 
 @pytest.mark.cluster
