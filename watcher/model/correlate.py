@@ -1,9 +1,10 @@
 """Correlation: turn candidate findings into ONE root per cause, with its blast radius.
 
 Runs over findings, not objects, so its cost follows the number of problems. Steps:
-  1. ControllerDown for every down controller workload; every GitOps object it
-     reconciles becomes StatusStale (its own status-based candidates are dropped: they
-     are a cached report). Findings about the controller's own Pods fold into it.
+  1. ControllerDown for every down controller workload; the GitOps objects it reconciles
+     arrive as StatusStale candidates (the engine computes those per object, instead of
+     their status-based ones: a cached report proves nothing) and point at it. Findings
+     about the controller's own Pods and their Events fold into it as evidence.
   2. A failing workload whose HelmRelease/Kustomization says Ready=True yields
      ReleaseReadyWorkloadFailing on that release; Pod -> workload -> release links.
   3. Per subject, the most explanatory finding is primary; the others point at it.
@@ -22,22 +23,21 @@ from datetime import datetime
 from typing import Any
 
 from watcher.model.controllers import Claims, ControllerState
-from watcher.model.graph import View, inventory, owner_workload, release_of
+from watcher.model.flux import APPLIERS, FLUX_GROUPS, applied_revision, dependencies, inventory, source_key
+from watcher.model.graph import View, owner_workload, release_of
 from watcher.model.objects import (
     Key,
     condition,
+    condition_evidence,
     describe,
-    dig,
     finding_id,
     group_of,
     is_true,
     subject_of,
-    transition,
 )
 from watcher.model.revisions import same_revision
-from watcher.model.rules import FLUX_GROUPS, applied_revision, dependencies, describe_state, source_key
 from watcher.model.types import Finding, FindingType, ModelConfig, Severity, Subject, rfc3339
-from watcher.model.workloads import pod_state, workload_state
+from watcher.model.workloads import describe_state, pod_state, state_of
 
 PRECEDENCE: Sequence[FindingType] = (
     FindingType.CRD_REMOVED,
@@ -54,8 +54,6 @@ PRECEDENCE: Sequence[FindingType] = (
     FindingType.RETRY_LOOP,
 )
 """Within one subject, the earlier type explains the later ones (a blocked object also lags)."""
-
-REVISIONED_KINDS_ORDER = ("Kustomization", "HelmRelease", "Terraform")
 
 _RANK = {kind: rank for rank, kind in enumerate(PRECEDENCE)}
 _SEVERITY_RANK = {Severity.CRITICAL: 0, Severity.WARNING: 1, Severity.INFO: 2}
@@ -166,39 +164,6 @@ def _controllers(run: _Pass, controllers: Sequence[ControllerState]) -> dict[Key
     return own
 
 
-def stale_finding(obj: Mapping[str, Any], down: ControllerState, config: ModelConfig) -> Finding:
-    """StatusStale: the object's conditions are a cached report while its controller is down."""
-    ready = condition(obj, "Ready")
-    said = "no Ready condition"
-    if ready is not None:
-        said = f"Ready={ready['status']}" + (f" ({ready.get('reason')})" if ready.get("reason") else "")
-    if is_true(obj, "Reconciling"):
-        said += " and Reconciling=True"
-    name = down.spec.name
-    message = (
-        f"{describe(subject_of(obj))} says {said}, but its controller {name} is down "
-        f"({down.health.reason}): this is a cached report, last changed {rfc3339(transition(ready))}. "
-        f"Nothing reconciles it until {name} runs again."
-    )
-    evidence = {
-        "controller": name,
-        "controller_reason": down.health.reason,
-        "controller_workload": finding_id(FindingType.CONTROLLER_DOWN, down.health.subject),
-        "conditions": {c["type"]: c["status"] for c in dig(obj, "status", "conditions") or ()},
-    }
-    kind = FindingType.STATUS_STALE
-    subject = subject_of(obj)
-    return Finding(
-        finding_id(kind, subject),
-        kind,
-        config.severities[kind],
-        subject,
-        message,
-        down.health.since,
-        evidence,
-    )
-
-
 def _admit(
     run: _Pass, key: Key, candidate: Finding, stale: set[Key], own_pods: Mapping[Key, ControllerState]
 ) -> None:
@@ -270,7 +235,7 @@ def _release_finding(
         if failing.since is not None and (existing.since is None or failing.since < existing.since):
             existing.since = failing.since
         return existing
-    state = pod_state(obj) if obj["kind"] == "Pod" else workload_state(obj)
+    state = state_of(obj)
     ready = condition(release, "Ready") or {}
     what = f"{describe(installed)} it installed"
     if installed != run.keys[failing.id]:
@@ -281,9 +246,7 @@ def _release_finding(
         "running workload: fix or roll back the release (values, image, chart version)."
     )
     evidence = {
-        "Ready": {
-            k: v for k, v in ready.items() if k in ("status", "reason", "message", "lastTransitionTime")
-        },
+        **condition_evidence(release, "Ready"),
         "workload": f"{installed.kind}/{installed.namespace}/{installed.name}",
         "failing": [describe(failing.subject)],
         "reason": failing.evidence.get("reason", ""),
@@ -309,10 +272,7 @@ def _waited_on(run: _Pass, obj: Mapping[str, Any], waits_on: str) -> list[Key]:
             key = next(
                 (
                     k
-                    for k in (
-                        Key(FLUX_GROUPS[kind], kind, key.namespace, key.name)
-                        for kind in REVISIONED_KINDS_ORDER
-                    )
+                    for k in (Key(FLUX_GROUPS[kind], kind, key.namespace, key.name) for kind in APPLIERS)
                     if run.store.get(k) is not None
                 ),
                 key,

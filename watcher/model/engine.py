@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
+from watcher.model.context import Ctx
 from watcher.model.controllers import (
     WORKLOAD_KINDS,
     Claim,
@@ -37,13 +38,13 @@ from watcher.model.controllers import (
     match_spec,
     owns_pod,
 )
-from watcher.model.correlate import correlate, stale_finding
+from watcher.model.correlate import correlate
+from watcher.model.flux import APPLIERS, revisions
 from watcher.model.graph import Recorder, Store, links_of
 from watcher.model.kstatus import compute_status
 from watcher.model.objects import (
     Key,
     condition,
-    dig,
     is_deleting,
     key_of,
     newest_transition,
@@ -52,7 +53,7 @@ from watcher.model.objects import (
     time_at,
     transition,
 )
-from watcher.model.rules import REVISIONED_KINDS, Ctx, local_findings, revisions
+from watcher.model.rules import local_findings
 from watcher.model.types import (
     ControllerSpec,
     Evaluation,
@@ -439,10 +440,7 @@ class HealthModel:
             return
         ctx = Ctx(now, self._config, self._store.get)
         down = self._claims.claim(key.group, key.kind).down if gitops else None
-        if down is not None and dig(obj, "spec", "suspend") is not True:
-            findings = [stale_finding(obj, down, self._config)]
-        else:
-            findings = local_findings(obj, ctx, gitops=gitops)
+        findings = local_findings(obj, ctx, gitops=gitops, down=down)
         deadline = min(ctx.pending, default=None)
         previous = self._local.get(key)
         if findings != (previous.findings if previous is not None else []):
@@ -470,7 +468,7 @@ class HealthModel:
         )
 
     def _revision_info(self, obj: Mapping[str, Any], key: Key) -> RevisionInfo | None:
-        if key.kind not in REVISIONED_KINDS:
+        if key.kind not in APPLIERS:
             return None
         revs = revisions(obj, self._store.get)
         if revs.source is None:

@@ -15,50 +15,24 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
-from watcher.model.objects import Key, annotations_of, dig, group_of, key_of, labels_of, text
-from watcher.model.rules import HELM_GROUP, KUSTOMIZE_GROUP, REVISIONED_KINDS, dependencies, source_key
-
-_RELEASE = ("helm.sh", "Release")
-"""Pseudo group/kind naming a Helm release (namespace, release name) in the release index."""
-
-INVENTORY_KINDS = frozenset(
-    {"Kustomization", "HelmRelease", "Terraform", "Deployment", "StatefulSet", "DaemonSet"}
+from watcher.model.flux import (
+    APPLIERS,
+    HELM_GROUP,
+    KUSTOMIZE_GROUP,
+    dependencies,
+    inventory,
+    release_key,
+    release_keys,
+    source_key,
 )
-"""Inventory entries worth indexing: GitOps children and workloads (not every ConfigMap)."""
-
-
-def inventory(obj: Mapping[str, Any]) -> list[Key]:
-    """Kustomization status.inventory.entries ids ("<ns>_<name>_<group>_<Kind>") as keys."""
-    keys = []
-    for entry in dig(obj, "status", "inventory", "entries") or ():
-        parts = entry["id"].split("_")
-        if len(parts) == 4 and parts[3] in INVENTORY_KINDS:
-            keys.append(Key(parts[2], parts[3], parts[0], parts[1]))
-    return keys
-
-
-def release_keys(obj: Mapping[str, Any]) -> set[Key]:
-    """The Helm release(s) a HelmRelease manages, as written in meta.helm.sh/* annotations.
-
-    Flux names the release spec.releaseName, else "<targetNamespace>-<name>" with a
-    targetNamespace, else the object's name; history[0] records it once installed.
-    """
-    meta = obj["metadata"]
-    target = text(obj, "spec", "targetNamespace")
-    namespace = target or meta.get("namespace", "")
-    name = text(obj, "spec", "releaseName") or (f"{target}-{meta['name']}" if target else meta["name"])
-    keys = {Key(*_RELEASE, namespace, name)}
-    latest = (dig(obj, "status", "history") or [{}])[0]
-    if latest.get("name"):
-        keys.add(Key(*_RELEASE, latest.get("namespace") or namespace, latest["name"]))
-    return keys
+from watcher.model.objects import Key, annotations_of, dig, group_of, key_of, labels_of
 
 
 def _links(obj: Mapping[str, Any]) -> dict[str, set[Key]]:
     """Forward edges of one object, by edge kind."""
     kind, group = obj["kind"], group_of(obj["apiVersion"])
     links: dict[str, set[Key]] = {}
-    if kind in REVISIONED_KINDS:
+    if kind in APPLIERS:
         source = source_key(obj)
         if source is not None:
             links["source"] = {source}
@@ -230,7 +204,7 @@ def release_of(view: View, workload: Mapping[str, Any]) -> Key | None:
         return Key(HELM_GROUP, "HelmRelease", namespace, name)
     release, release_ns = notes.get("meta.helm.sh/release-name"), notes.get("meta.helm.sh/release-namespace")
     if release and release_ns:
-        owners = view.referrers("release", Key(*_RELEASE, release_ns, release))
+        owners = view.referrers("release", release_key(release_ns, release))
         if owners:
             return min(owners)
     name, namespace = own.get(f"{KUSTOMIZE_GROUP}/name"), own.get(f"{KUSTOMIZE_GROUP}/namespace")

@@ -189,3 +189,15 @@ def annotations_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
 
 def is_deleting(obj: Mapping[str, Any]) -> bool:
     return bool(text(obj, "metadata", "deletionTimestamp"))
+
+
+def condition_evidence(obj: Mapping[str, Any], *kinds: str) -> dict[str, Any]:
+    """The named conditions as evidence: {type: {status, reason, message, lastTransitionTime}}."""
+    out: dict[str, Any] = {}
+    for kind in kinds:
+        cond = condition(obj, kind)
+        if cond is not None:
+            out[kind] = {
+                k: v for k, v in cond.items() if k in ("status", "reason", "message", "lastTransitionTime")
+            }
+    return out

@@ -1,10 +1,9 @@
 """Per-object rules: what one object (plus, for revisions, its source) says is wrong.
 
 Each rule is a small function `(obj, ctx) -> Finding | None`, dispatched by kind like
-kstatus' table. They produce *candidates*: correlation later decides which are roots.
-Rules never read the clock; `ctx.due()` both answers "has this lasted its threshold?"
-and, when not yet, records the moment it will, so the incremental model knows when to
-look again without an event.
+kstatus' table: the GitOps rules on every Flux object (and every kind a configured
+controller reconciles), WorkloadUnhealthy on Pods and Deployments, RetryLoop on Events.
+They produce *candidates*: correlation later decides which are roots and which symptoms.
 
 Messages say what is wrong and what to do, naming objects, and contain no durations
 relative to `now` (they are cached between evaluations); times are spelled out.
@@ -13,90 +12,37 @@ relative to `now` (they are cached between evaluations); times are spelled out.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from watcher.model.context import Ctx
+from watcher.model.controllers import ControllerState
+from watcher.model.events import retry_loop
+from watcher.model.flux import APPLIERS, REQUESTED_AT, dependencies, revisions
 from watcher.model.objects import (
-    Key,
     annotations_of,
     condition,
+    condition_evidence,
     conditions,
     describe,
     dig,
     finding_id,
     group_of,
     integer,
+    is_true,
     newest_transition,
     parse_duration,
     parse_time,
     spec_written_at,
     subject_of,
     text,
-    time_at,
     transition,
 )
 from watcher.model.revisions import same_revision, short
-from watcher.model.types import Finding, FindingType, HealthReason, ModelConfig, Subject, rfc3339
-from watcher.model.workloads import WorkloadState, pod_state, workload_state
+from watcher.model.types import Finding, FindingType, ModelConfig, rfc3339
+from watcher.model.workloads import workload_unhealthy
 
-SOURCE_GROUP = "source.toolkit.fluxcd.io"
-KUSTOMIZE_GROUP = "kustomize.toolkit.fluxcd.io"
-HELM_GROUP = "helm.toolkit.fluxcd.io"
-TERRAFORM_GROUP = "infra.contrib.fluxcd.io"
-FLUX_GROUPS: Mapping[str, str] = {
-    "Kustomization": KUSTOMIZE_GROUP,
-    "HelmRelease": HELM_GROUP,
-    "Terraform": TERRAFORM_GROUP,
-    "GitRepository": SOURCE_GROUP,
-    "OCIRepository": SOURCE_GROUP,
-    "Bucket": SOURCE_GROUP,
-    "HelmRepository": SOURCE_GROUP,
-    "HelmChart": SOURCE_GROUP,
-}
-"""The API group of the kinds a reference may name without an apiVersion."""
-REVISIONED_KINDS = frozenset({"Kustomization", "HelmRelease", "Terraform"})
-"""Kinds that apply a source's revision and record what they applied."""
-
-REQUESTED_AT = "reconcile.fluxcd.io/requestedAt"
-
-Lookup = Callable[[Key], Mapping[str, Any] | None]
-
-
-@dataclass(slots=True)
-class Ctx:
-    """What a rule may use besides its object: the clock, the config and other objects."""
-
-    now: datetime
-    config: ModelConfig
-    lookup: Lookup
-    pending: list[datetime] = field(default_factory=list)
-
-    def due(self, since: datetime | None, threshold: timedelta) -> bool:
-        """Has the state that began at `since` lasted `threshold`? If not yet, note when."""
-        if since is None:
-            return False
-        at = since + threshold
-        if at <= self.now:
-            return True
-        self.pending.append(at)
-        return False
-
-    def finding(
-        self,
-        kind: FindingType,
-        subject: Subject,
-        message: str,
-        since: datetime | None,
-        evidence: dict[str, Any],
-        *extra_id: str,
-    ) -> Finding:
-        severity = self.config.severities.get(kind)
-        if severity is None:
-            raise KeyError(f"ModelConfig.severities has no entry for {kind}")
-        return Finding(
-            finding_id(kind, subject, *extra_id), kind, severity, subject, message, since, evidence
-        )
+Rule = Callable[[Mapping[str, Any], Ctx], Finding | None]
 
 
 def _cond_text(obj: Mapping[str, Any], kind: str) -> str:
@@ -106,20 +52,6 @@ def _cond_text(obj: Mapping[str, Any], kind: str) -> str:
         return f"no {kind} condition"
     detail = ": ".join(p for p in (cond.get("reason", ""), cond.get("message", "")) if p)
     return f"{kind}={cond['status']}" + (f" ({detail})" if detail else "")
-
-
-def _conditions_evidence(obj: Mapping[str, Any], *kinds: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for kind in kinds:
-        cond = condition(obj, kind)
-        if cond is not None:
-            out[kind] = {
-                k: v for k, v in cond.items() if k in ("status", "reason", "message", "lastTransitionTime")
-            }
-    return out
-
-
-# -- GitOps objects -----------------------------------------------------------------------
 
 
 def stalled(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
@@ -137,7 +69,7 @@ def stalled(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
         subject_of(obj),
         message,
         transition(cond),
-        _conditions_evidence(obj, "Stalled", "Ready"),
+        condition_evidence(obj, "Stalled", "Ready"),
     )
 
 
@@ -176,7 +108,7 @@ def stuck_reconciling(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
     else:
         message += " Check the controller's logs for this object."
     evidence = {
-        **_conditions_evidence(obj, "Reconciling", "Ready"),
+        **condition_evidence(obj, "Reconciling", "Ready"),
         "interval": text(obj, "spec", "interval"),
         "threshold": _span(limit),
     }
@@ -281,83 +213,9 @@ def dependency_blocked(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
     evidence = {
         "waits_on": waits_on,
         "dependsOn": [f"{k.kind}/{k.namespace}/{k.name}" for k in dependencies(obj)],
-        **_conditions_evidence(obj, "Ready"),
+        **condition_evidence(obj, "Ready"),
     }
     return ctx.finding(FindingType.DEPENDENCY_BLOCKED, subject_of(obj), message, since, evidence)
-
-
-def dependencies(obj: Mapping[str, Any]) -> list[Key]:
-    """spec.dependsOn as keys. Flux's entries name the same kind; an entry may also carry
-    kind (and apiVersion) to name another kind, e.g. a Terraform."""
-    namespace = obj["metadata"].get("namespace", "")
-    keys = []
-    for dep in dig(obj, "spec", "dependsOn") or ():
-        kind = dep.get("kind") or obj["kind"]
-        if dep.get("apiVersion"):
-            group = group_of(dep["apiVersion"])
-        elif kind == obj["kind"]:
-            group = group_of(obj["apiVersion"])
-        else:
-            group = FLUX_GROUPS.get(kind, "")
-        keys.append(Key(group, kind, dep.get("namespace") or namespace, dep["name"]))
-    return keys
-
-
-# -- Revisions -----------------------------------------------------------------------------
-
-
-def source_key(obj: Mapping[str, Any]) -> Key | None:
-    """The object whose artifact this one applies.
-
-    Kustomization/Terraform: spec.sourceRef. HelmRelease: spec.chartRef, else the HelmChart
-    named in status.helmChart (its HelmRepository's revision is an index, not the chart).
-    """
-    namespace = obj["metadata"].get("namespace", "")
-    ref = dig(obj, "spec", "chartRef") if obj["kind"] == "HelmRelease" else dig(obj, "spec", "sourceRef")
-    if isinstance(ref, Mapping) and ref.get("kind") and ref.get("name"):
-        group = (
-            group_of(ref["apiVersion"])
-            if ref.get("apiVersion")
-            else FLUX_GROUPS.get(ref["kind"], SOURCE_GROUP)
-        )
-        return Key(group, ref["kind"], ref.get("namespace") or namespace, ref["name"])
-    chart = text(obj, "status", "helmChart")
-    if obj["kind"] == "HelmRelease" and chart:
-        chart_ns, _, chart_name = chart.rpartition("/")
-        return Key(SOURCE_GROUP, "HelmChart", chart_ns or namespace, chart_name)
-    return None
-
-
-def applied_revision(obj: Mapping[str, Any]) -> str:
-    """What the object last applied; for helm.toolkit v2 the newest history entry's chart."""
-    latest = (dig(obj, "status", "history") or [{}])[0]
-    if obj["kind"] == "HelmRelease" and latest.get("chartVersion"):
-        digest = latest.get("ociDigest", "")
-        return f"{latest['chartVersion']}@{digest}" if digest else str(latest["chartVersion"])
-    return text(obj, "status", "lastAppliedRevision")
-
-
-@dataclass(frozen=True, slots=True)
-class Revisions:
-    source: Key | None
-    revision: str
-    """The source's artifact revision ("" when the source is not visible)."""
-    applied: str
-    attempted: str
-    updated: datetime | None
-    """When the source got that revision (artifact.lastUpdateTime)."""
-
-
-def revisions(obj: Mapping[str, Any], lookup: Lookup) -> Revisions:
-    source = source_key(obj)
-    found = lookup(source) if source is not None else None
-    return Revisions(
-        source=source,
-        revision=text(found, "status", "artifact", "revision") if found else "",
-        applied=applied_revision(obj),
-        attempted=text(obj, "status", "lastAttemptedRevision"),
-        updated=time_at(found, "status", "artifact", "lastUpdateTime") if found else None,
-    )
 
 
 def revision_skew(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
@@ -400,122 +258,9 @@ def revision_skew(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
         "source_revision": revs.revision,
         "applied_revision": revs.applied,
         "attempted_revision": revs.attempted,
-        **_conditions_evidence(obj, "Ready"),
+        **condition_evidence(obj, "Ready"),
     }
     return ctx.finding(FindingType.REVISION_SKEW, subject_of(obj), message, since, evidence)
-
-
-# -- Workloads and Events --------------------------------------------------------------------
-
-_WORKLOAD_ADVICE: Mapping[HealthReason, str] = {
-    HealthReason.IMAGE_PULL_BACK_OFF: "Check the image name/tag and the registry credentials.",
-    HealthReason.ERR_IMAGE_PULL: "Check the image name/tag and the registry credentials.",
-    HealthReason.CRASH_LOOP_BACK_OFF: "Read its logs (kubectl logs --previous) and fix or roll back.",
-    HealthReason.OOM_KILLED: "It runs out of memory: raise its memory limit or fix the leak.",
-    HealthReason.CREATE_CONTAINER_CONFIG_ERROR: "A ConfigMap/Secret (key) it references is missing.",
-    HealthReason.UNSCHEDULABLE: "No node fits it; free capacity or fix its scheduling constraints.",
-    HealthReason.NOT_READY: "Check its readiness probe, logs and Events.",
-    HealthReason.PROGRESS_DEADLINE_EXCEEDED: "Its rollout stalled; check the new Pods, roll back if needed.",
-    HealthReason.GENERATION_NOT_OBSERVED: "kube-controller-manager has not processed its spec.",
-    HealthReason.UNAVAILABLE: "Check its Pods and Events for why replicas are not available.",
-    HealthReason.NO_AVAILABLE_REPLICAS: "Check its Pods and Events for why no replica is available.",
-}
-
-
-_WORKLOAD_PHRASES: Mapping[HealthReason, str] = {
-    HealthReason.NO_AVAILABLE_REPLICAS: "has {detail} replicas",
-    HealthReason.UNAVAILABLE: "has {detail} replicas",
-    HealthReason.PROGRESS_DEADLINE_EXCEEDED: "has exceeded its progress deadline",
-    HealthReason.GENERATION_NOT_OBSERVED: "has a spec its controller has not observed ({message})",
-}
-
-
-def describe_state(state: WorkloadState) -> str:
-    """`is in CrashLoopBackOff (container app, image x:1)` or `has 0/2 available replicas`."""
-    phrase = _WORKLOAD_PHRASES.get(state.failing) if state.failing is not None else None
-    if phrase is not None:
-        return phrase.format(detail=state.detail, message=state.message)
-    shown = state.detail if state.failing is HealthReason.NOT_READY else str(state.failing)
-    parts = [
-        f"container {state.container}" if state.container else "",
-        f"image {state.image}" if state.image else "",
-    ]
-    shown_parts = ", ".join(p for p in parts if p)
-    return f"is in {shown}" + (f" ({shown_parts})" if shown_parts else "")
-
-
-def workload_unhealthy(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
-    state = pod_state(obj) if obj["kind"] == "Pod" else workload_state(obj)
-    if state.failing is None or not ctx.due(state.since, ctx.config.thresholds.workload_unhealthy):
-        return None
-    message = f"{describe(subject_of(obj))} {describe_state(state)} since {rfc3339(state.since)}"
-    shown = state.message and state.failing is not HealthReason.GENERATION_NOT_OBSERVED
-    message += f": {state.message}. " if shown else ". "
-    message += _WORKLOAD_ADVICE.get(state.failing, "")
-    evidence = {
-        "reason": str(state.failing),
-        "detail": state.detail,
-        "container": state.container,
-        "image": state.image,
-        "restarts": state.restarts,
-        "message": state.message,
-    }
-    return ctx.finding(FindingType.WORKLOAD_UNHEALTHY, subject_of(obj), message, state.since, evidence)
-
-
-_CORE_KINDS = {"Pod": "v1", "Node": "v1", "Service": "v1", "PersistentVolumeClaim": "v1"}
-_APPS_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet")
-
-
-def involved_subject(event: Mapping[str, Any]) -> Subject | None:
-    """The object an Event is about; older Events omit apiVersion for built-in kinds."""
-    ref = event.get("involvedObject")
-    if not isinstance(ref, Mapping):
-        return None
-    kind = ref["kind"]
-    api_version = ref.get("apiVersion") or _CORE_KINDS.get(kind) or ("apps/v1" if kind in _APPS_KINDS else "")
-    namespace = ref.get("namespace", event["metadata"].get("namespace", ""))
-    return Subject(apiVersion=api_version, kind=kind, namespace=namespace, name=ref["name"])
-
-
-def event_window(event: Mapping[str, Any]) -> tuple[int, datetime | None, datetime | None]:
-    """(count, first, last) across core/v1 and events.k8s.io/v1 spellings."""
-    count = integer(event, "series", "count") or integer(event, "count") or 1
-    first = time_at(event, "firstTimestamp") or time_at(event, "eventTime")
-    last = (
-        time_at(event, "series", "lastObservedTime")
-        or time_at(event, "lastTimestamp")
-        or time_at(event, "eventTime")
-    )
-    return count, first, last
-
-
-def retry_loop(event: Mapping[str, Any], ctx: Ctx) -> Finding | None:
-    subject = involved_subject(event)
-    if subject is None or text(event, "type") != "Warning":
-        return None
-    count, first, last = event_window(event)
-    thresholds = ctx.config.thresholds
-    if count < 2 or first is None or last is None or last - first < thresholds.retry_loop:
-        return None
-    if last + thresholds.retry_loop_recent < ctx.now:
-        return None
-    ctx.pending.append(last + thresholds.retry_loop_recent)
-    reason = text(event, "reason")
-    message = (
-        f"{describe(subject)} keeps failing: Warning {reason} repeated {count} times from {rfc3339(first)} "
-        f"to {rfc3339(last)}: {text(event, 'message')}. "
-        "It is retrying without success; fix the cause in the message."
-    )
-    evidence = {
-        "event": event["metadata"]["name"],
-        "reason": reason,
-        "count": count,
-        "message": text(event, "message"),
-        "firstTimestamp": rfc3339(first),
-        "lastTimestamp": rfc3339(last),
-    }
-    return ctx.finding(FindingType.RETRY_LOOP, subject, message, first, evidence, reason)
 
 
 def _span(delta: timedelta) -> str:
@@ -527,7 +272,40 @@ def _span(delta: timedelta) -> str:
     return out or "0s"
 
 
-GITOPS_RULES: Sequence[Callable[[Mapping[str, Any], Ctx], Finding | None]] = (
+def status_stale(obj: Mapping[str, Any], down: ControllerState, config: ModelConfig) -> Finding:
+    """StatusStale: the object's conditions are a cached report while its controller is down."""
+    ready = condition(obj, "Ready")
+    said = "no Ready condition"
+    if ready is not None:
+        said = f"Ready={ready['status']}" + (f" ({ready.get('reason')})" if ready.get("reason") else "")
+    if is_true(obj, "Reconciling"):
+        said += " and Reconciling=True"
+    name = down.spec.name
+    message = (
+        f"{describe(subject_of(obj))} says {said}, but its controller {name} is down "
+        f"({down.health.reason}): this is a cached report, last changed {rfc3339(transition(ready))}. "
+        f"Nothing reconciles it until {name} runs again."
+    )
+    evidence = {
+        "controller": name,
+        "controller_reason": down.health.reason,
+        "controller_workload": finding_id(FindingType.CONTROLLER_DOWN, down.health.subject),
+        "conditions": {c["type"]: c["status"] for c in dig(obj, "status", "conditions") or ()},
+    }
+    kind = FindingType.STATUS_STALE
+    subject = subject_of(obj)
+    return Finding(
+        finding_id(kind, subject),
+        kind,
+        config.severities[kind],
+        subject,
+        message,
+        down.health.since,
+        evidence,
+    )
+
+
+GITOPS_RULES: Sequence[Rule] = (
     stalled,
     dependency_blocked,
     revision_skew,
@@ -535,22 +313,34 @@ GITOPS_RULES: Sequence[Callable[[Mapping[str, Any], Ctx], Finding | None]] = (
     generation_not_observed,
     stuck_reconciling,
 )
-"""Checked on every visible GitOps object that is not suspended (revision_skew on REVISIONED_KINDS only)."""
+"""Checked on every visible GitOps object that is not suspended (revision_skew on APPLIERS only)."""
+
+RULES: Mapping[tuple[str, str], Rule] = {
+    ("", "Pod"): workload_unhealthy,
+    ("apps", "Deployment"): workload_unhealthy,
+    ("", "Event"): retry_loop,
+    ("events.k8s.io", "Event"): retry_loop,
+}
+"""Built-in kinds with a rule, by (group, kind)."""
 
 
-def local_findings(obj: Mapping[str, Any], ctx: Ctx, *, gitops: bool) -> list[Finding]:
-    """Every candidate finding this object supports on its own (plus its source's revision)."""
-    kind = obj["kind"]
+def local_findings(
+    obj: Mapping[str, Any], ctx: Ctx, *, gitops: bool, down: ControllerState | None = None
+) -> list[Finding]:
+    """Every candidate finding this object supports on its own (plus its source's revision).
+
+    A GitOps object whose controller is `down` gets StatusStale instead of its status-based
+    findings; a suspended one gets nothing (it is not reconciled on purpose).
+    """
     if gitops:
-        if dig(obj, "spec", "suspend") is True or text(obj, "metadata", "deletionTimestamp"):
+        if dig(obj, "spec", "suspend") is True:
             return []
-        rules = [r for r in GITOPS_RULES if r is not revision_skew or kind in REVISIONED_KINDS]
+        if down is not None:
+            return [status_stale(obj, down, ctx.config)]
+        if text(obj, "metadata", "deletionTimestamp"):
+            return []
+        rules = [r for r in GITOPS_RULES if r is not revision_skew or obj["kind"] in APPLIERS]
         return [f for f in (rule(obj, ctx) for rule in rules) if f is not None]
-    group = group_of(obj["apiVersion"])
-    if (group, kind) in (("", "Pod"), ("apps", "Deployment")):
-        found = workload_unhealthy(obj, ctx)
-    elif kind == "Event" and group in ("", "events.k8s.io"):
-        found = retry_loop(obj, ctx)
-    else:
-        found = None
+    rule = RULES.get((group_of(obj["apiVersion"]), obj["kind"]))
+    found = rule(obj, ctx) if rule is not None else None
     return [found] if found is not None else []

@@ -13,17 +13,20 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from watcher.model.context import Ctx
 from watcher.model.objects import (
     condition,
+    describe,
     dig,
     integer,
     is_deleting,
     spec_written_at,
+    subject_of,
     text,
     time_at,
     transition,
 )
-from watcher.model.types import HealthReason
+from watcher.model.types import Finding, FindingType, HealthReason, rfc3339
 
 _WAITING: Mapping[str, HealthReason] = {
     "ImagePullBackOff": HealthReason.IMAGE_PULL_BACK_OFF,
@@ -181,3 +184,66 @@ def workload_state(workload: Mapping[str, Any]) -> WorkloadState:
         message=(available_cond or {}).get("message", ""),
         since=since,
     )
+
+
+# -- WorkloadUnhealthy ---------------------------------------------------------------------------
+
+_ADVICE: Mapping[HealthReason, str] = {
+    HealthReason.IMAGE_PULL_BACK_OFF: "Check the image name/tag and the registry credentials.",
+    HealthReason.ERR_IMAGE_PULL: "Check the image name/tag and the registry credentials.",
+    HealthReason.CRASH_LOOP_BACK_OFF: "Read its logs (kubectl logs --previous) and fix or roll back.",
+    HealthReason.OOM_KILLED: "It runs out of memory: raise its memory limit or fix the leak.",
+    HealthReason.CREATE_CONTAINER_CONFIG_ERROR: "A ConfigMap/Secret (key) it references is missing.",
+    HealthReason.UNSCHEDULABLE: "No node fits it; free capacity or fix its scheduling constraints.",
+    HealthReason.NOT_READY: "Check its readiness probe, logs and Events.",
+    HealthReason.PROGRESS_DEADLINE_EXCEEDED: "Its rollout stalled; check the new Pods, roll back if needed.",
+    HealthReason.GENERATION_NOT_OBSERVED: "kube-controller-manager has not processed its spec.",
+    HealthReason.UNAVAILABLE: "Check its Pods and Events for why replicas are not available.",
+    HealthReason.NO_AVAILABLE_REPLICAS: "Check its Pods and Events for why no replica is available.",
+}
+
+_PHRASES: Mapping[HealthReason, str] = {
+    HealthReason.NO_AVAILABLE_REPLICAS: "has {detail} replicas",
+    HealthReason.UNAVAILABLE: "has {detail} replicas",
+    HealthReason.PROGRESS_DEADLINE_EXCEEDED: "has exceeded its progress deadline",
+    HealthReason.GENERATION_NOT_OBSERVED: "has a spec its controller has not observed ({message})",
+}
+
+
+def describe_state(state: WorkloadState) -> str:
+    """`is in CrashLoopBackOff (container app, image x:1)` or `has 0/2 available replicas`."""
+    phrase = _PHRASES.get(state.failing) if state.failing is not None else None
+    if phrase is not None:
+        return phrase.format(detail=state.detail, message=state.message)
+    shown = state.detail if state.failing is HealthReason.NOT_READY else str(state.failing)
+    parts = [
+        f"container {state.container}" if state.container else "",
+        f"image {state.image}" if state.image else "",
+    ]
+    listed = ", ".join(p for p in parts if p)
+    return f"is in {shown}" + (f" ({listed})" if listed else "")
+
+
+def state_of(obj: Mapping[str, Any]) -> WorkloadState:
+    return pod_state(obj) if obj["kind"] == "Pod" else workload_state(obj)
+
+
+def workload_unhealthy(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
+    """A failing Pod or Deployment, once it has failed for the threshold (correlation decides
+    whether another finding explains it)."""
+    state = state_of(obj)
+    if state.failing is None or not ctx.due(state.since, ctx.config.thresholds.workload_unhealthy):
+        return None
+    message = f"{describe(subject_of(obj))} {describe_state(state)} since {rfc3339(state.since)}"
+    shown = state.message and state.failing is not HealthReason.GENERATION_NOT_OBSERVED
+    message += f": {state.message}. " if shown else ". "
+    message += _ADVICE.get(state.failing, "")
+    evidence = {
+        "reason": str(state.failing),
+        "detail": state.detail,
+        "container": state.container,
+        "image": state.image,
+        "restarts": state.restarts,
+        "message": state.message,
+    }
+    return ctx.finding(FindingType.WORKLOAD_UNHEALTHY, subject_of(obj), message, state.since, evidence)

@@ -1,0 +1,51 @@
+"""What a per-object rule may use besides its object: the clock, the config, other objects."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from watcher.model.objects import Key, finding_id
+from watcher.model.types import Finding, FindingType, ModelConfig, Subject
+
+Lookup = Callable[[Key], Mapping[str, Any] | None]
+
+
+@dataclass(slots=True)
+class Ctx:
+    """Rules never read the clock: `due()` both answers "has this lasted its threshold?" and,
+    when not yet, records the moment it will, so the incremental model knows when to look
+    again without an event (`pending`)."""
+
+    now: datetime
+    config: ModelConfig
+    lookup: Lookup
+    pending: list[datetime] = field(default_factory=list)
+
+    def due(self, since: datetime | None, threshold: timedelta) -> bool:
+        """Has the state that began at `since` lasted `threshold`? If not yet, note when."""
+        if since is None:
+            return False
+        at = since + threshold
+        if at <= self.now:
+            return True
+        self.pending.append(at)
+        return False
+
+    def finding(
+        self,
+        kind: FindingType,
+        subject: Subject,
+        message: str,
+        since: datetime | None,
+        evidence: dict[str, Any],
+        *extra_id: str,
+    ) -> Finding:
+        severity = self.config.severities.get(kind)
+        if severity is None:
+            raise KeyError(f"ModelConfig.severities has no entry for {kind}")
+        return Finding(
+            finding_id(kind, subject, *extra_id), kind, severity, subject, message, since, evidence
+        )

@@ -1,0 +1,146 @@
+"""Flux vocabulary: API groups, and the references and revisions Flux objects record.
+
+Readers only (what a Kustomization/HelmRelease/Terraform points at and what it applied);
+the rules that judge them live in rules.py, the graph that indexes them in graph.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from watcher.model.context import Lookup
+from watcher.model.objects import Key, dig, group_of, text, time_at
+
+SOURCE_GROUP = "source.toolkit.fluxcd.io"
+KUSTOMIZE_GROUP = "kustomize.toolkit.fluxcd.io"
+HELM_GROUP = "helm.toolkit.fluxcd.io"
+TERRAFORM_GROUP = "infra.contrib.fluxcd.io"
+FLUX_GROUPS: Mapping[str, str] = {
+    "Kustomization": KUSTOMIZE_GROUP,
+    "HelmRelease": HELM_GROUP,
+    "Terraform": TERRAFORM_GROUP,
+    "GitRepository": SOURCE_GROUP,
+    "OCIRepository": SOURCE_GROUP,
+    "Bucket": SOURCE_GROUP,
+    "HelmRepository": SOURCE_GROUP,
+    "HelmChart": SOURCE_GROUP,
+}
+"""The API group of the kinds a reference may name without an apiVersion."""
+
+APPLIERS = ("Kustomization", "HelmRelease", "Terraform")
+"""Kinds that apply a source's revision and record what they applied (in this order of lookup)."""
+
+REQUESTED_AT = "reconcile.fluxcd.io/requestedAt"
+
+INVENTORY_KINDS = frozenset(
+    {"Kustomization", "HelmRelease", "Terraform", "Deployment", "StatefulSet", "DaemonSet"}
+)
+"""Inventory entries worth following: GitOps children and workloads (not every ConfigMap)."""
+
+_RELEASE = ("helm.sh", "Release")
+"""Pseudo group/kind naming a Helm release (namespace, release name) in the release index."""
+
+
+def release_key(namespace: str, name: str) -> Key:
+    return Key(*_RELEASE, namespace, name)
+
+
+def dependencies(obj: Mapping[str, Any]) -> list[Key]:
+    """spec.dependsOn as keys. Flux's entries name the same kind; an entry may also carry
+    kind (and apiVersion) to name another kind, e.g. a Terraform."""
+    namespace = obj["metadata"].get("namespace", "")
+    keys = []
+    for dep in dig(obj, "spec", "dependsOn") or ():
+        kind = dep.get("kind") or obj["kind"]
+        if dep.get("apiVersion"):
+            group = group_of(dep["apiVersion"])
+        elif kind == obj["kind"]:
+            group = group_of(obj["apiVersion"])
+        else:
+            group = FLUX_GROUPS.get(kind, "")
+        keys.append(Key(group, kind, dep.get("namespace") or namespace, dep["name"]))
+    return keys
+
+
+def inventory(obj: Mapping[str, Any]) -> list[Key]:
+    """Kustomization status.inventory.entries ids ("<ns>_<name>_<group>_<Kind>") as keys."""
+    keys = []
+    for entry in dig(obj, "status", "inventory", "entries") or ():
+        parts = entry["id"].split("_")
+        if len(parts) == 4 and parts[3] in INVENTORY_KINDS:
+            keys.append(Key(parts[2], parts[3], parts[0], parts[1]))
+    return keys
+
+
+def release_keys(obj: Mapping[str, Any]) -> set[Key]:
+    """The Helm release(s) a HelmRelease manages, as written in meta.helm.sh/* annotations.
+
+    Flux names the release spec.releaseName, else "<targetNamespace>-<name>" with a
+    targetNamespace, else the object's name; history[0] records it once installed.
+    """
+    meta = obj["metadata"]
+    target = text(obj, "spec", "targetNamespace")
+    namespace = target or meta.get("namespace", "")
+    name = text(obj, "spec", "releaseName") or (f"{target}-{meta['name']}" if target else meta["name"])
+    keys = {release_key(namespace, name)}
+    latest = (dig(obj, "status", "history") or [{}])[0]
+    if latest.get("name"):
+        keys.add(release_key(latest.get("namespace") or namespace, latest["name"]))
+    return keys
+
+
+def source_key(obj: Mapping[str, Any]) -> Key | None:
+    """The object whose artifact this one applies.
+
+    Kustomization/Terraform: spec.sourceRef. HelmRelease: spec.chartRef, else the HelmChart
+    named in status.helmChart (its HelmRepository's revision is an index, not the chart).
+    """
+    namespace = obj["metadata"].get("namespace", "")
+    ref = dig(obj, "spec", "chartRef") if obj["kind"] == "HelmRelease" else dig(obj, "spec", "sourceRef")
+    if isinstance(ref, Mapping) and ref.get("kind") and ref.get("name"):
+        group = (
+            group_of(ref["apiVersion"])
+            if ref.get("apiVersion")
+            else FLUX_GROUPS.get(ref["kind"], SOURCE_GROUP)
+        )
+        return Key(group, ref["kind"], ref.get("namespace") or namespace, ref["name"])
+    chart = text(obj, "status", "helmChart")
+    if obj["kind"] == "HelmRelease" and chart:
+        chart_ns, _, chart_name = chart.rpartition("/")
+        return Key(SOURCE_GROUP, "HelmChart", chart_ns or namespace, chart_name)
+    return None
+
+
+def applied_revision(obj: Mapping[str, Any]) -> str:
+    """What the object last applied; for helm.toolkit v2 the newest history entry's chart."""
+    latest = (dig(obj, "status", "history") or [{}])[0]
+    if obj["kind"] == "HelmRelease" and latest.get("chartVersion"):
+        digest = latest.get("ociDigest", "")
+        return f"{latest['chartVersion']}@{digest}" if digest else str(latest["chartVersion"])
+    return text(obj, "status", "lastAppliedRevision")
+
+
+@dataclass(frozen=True, slots=True)
+class Revisions:
+    source: Key | None
+    revision: str
+    """The source's artifact revision ("" when the source is not visible)."""
+    applied: str
+    attempted: str
+    updated: datetime | None
+    """When the source got that revision (artifact.lastUpdateTime)."""
+
+
+def revisions(obj: Mapping[str, Any], lookup: Lookup) -> Revisions:
+    source = source_key(obj)
+    found = lookup(source) if source is not None else None
+    return Revisions(
+        source=source,
+        revision=text(found, "status", "artifact", "revision") if found else "",
+        applied=applied_revision(obj),
+        attempted=text(obj, "status", "lastAttemptedRevision"),
+        updated=time_at(found, "status", "artifact", "lastUpdateTime") if found else None,
+    )
