@@ -23,30 +23,56 @@ pytestmark = pytest.mark.cluster
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 NOW = "2026-11-30T12:00:00Z"
-KINDS = "deployments,replicasets,pods,leases,gitrepositories,kustomizations,terraforms"
+KINDS = ",".join(
+    (
+        "deployments,replicasets,pods,leases,events",
+        "gitrepositories,helmrepositories,helmcharts",
+        "kustomizations,helmreleases,terraforms",
+    )
+)
 
 
 @pytest.fixture
-def namespace(control_plane: ControlPlane) -> Iterator[str]:
-    name = f"t-{uuid.uuid4().hex[:10]}"
-    control_plane.kubectl("create", "namespace", name)
-    yield name
-    control_plane.kubectl("delete", "namespace", name, "--wait=false")
+def renames(control_plane: ControlPlane, request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
+    """A fresh namespace in the real server for each namespace the example uses."""
+    prefix = f"t-{uuid.uuid4().hex[:8]}"
+    mapping = {
+        ns: f"{prefix}-{i}"
+        for i, ns in enumerate(example_namespaces(request.node.callspec.params["example"]))
+    }
+    for name in mapping.values():
+        control_plane.kubectl("create", "namespace", name)
+    yield mapping
+    for name in mapping.values():
+        control_plane.kubectl("delete", "namespace", name, "--wait=false")
 
 
-def moved(value: Any, namespace: str) -> Any:
-    """The example moved from flux-system into the test's namespace: every mention, so names,
-    references, inventory ids and messages stay consistent with each other."""
-    return orjson.loads(orjson.dumps(value).replace(b"flux-system", namespace.encode()))
+def example_namespaces(example: str) -> list[str]:
+    names = {
+        item["metadata"]["namespace"]
+        for file in (EXAMPLES / example).glob("*.yaml")
+        for item in yaml.safe_load(file.read_text())["items"]
+        if item["metadata"].get("namespace")
+    }
+    return sorted(names, key=lambda n: (-len(n), n))
 
 
-def store(control_plane: ControlPlane, example: str, namespace: str) -> None:
+def moved(value: Any, renames: dict[str, str]) -> Any:
+    """The example moved into the test's namespaces: every mention of each namespace is renamed,
+    so names, references, inventory ids and messages stay consistent with each other."""
+    text = orjson.dumps(value)
+    for old, new in renames.items():
+        text = text.replace(old.encode(), new.encode())
+    return orjson.loads(text)
+
+
+def store(control_plane: ControlPlane, example: str, renames: dict[str, str]) -> None:
     """Create each object as a user would, then write its status as its controller would. A new
     object's generation is 1, so the observed generations follow it."""
     specs, statuses = [], []
     for file in sorted((EXAMPLES / example).glob("*.yaml")):
         for item in yaml.safe_load(file.read_text())["items"]:
-            obj = moved(item, namespace)
+            obj = moved(item, renames)
             for server_owned in ("uid", "resourceVersion", "creationTimestamp", "generation"):
                 obj["metadata"].pop(server_owned, None)
             status = obj.pop("status", None)
@@ -72,17 +98,25 @@ def findings(capsys: pytest.CaptureFixture[str], path: Path) -> list[dict[str, A
     [
         pytest.param("tofu-controller-down", "yaml", id="tofu-controller-down-from-kubectl-yaml"),
         pytest.param("reconciling-left-true", "json", id="reconciling-left-true-from-kubectl-json"),
+        pytest.param("sibling-revision-skew", "yaml", id="sibling-revision-skew-from-kubectl-yaml"),
+        pytest.param(
+            "helmrelease-ready-workload-failing",
+            "json",
+            id="helmrelease-ready-workload-failing-from-kubectl-json",
+        ),
+        pytest.param("healthy", "yaml", id="healthy-from-kubectl-yaml"),
     ],
 )
 def test_real_kubectl_output_gives_the_examples_findings(
     control_plane: ControlPlane,
-    namespace: str,
+    renames: dict[str, str],
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     example: str,
     output: str,
 ) -> None:
-    store(control_plane, example, namespace)
-    snapshot = tmp_path / f"snapshot.{output}"
-    snapshot.write_text(control_plane.kubectl("get", KINDS, "-n", namespace, "-o", output))
-    assert findings(capsys, snapshot) == moved(findings(capsys, EXAMPLES / example), namespace)
+    store(control_plane, example, renames)
+    for namespace in renames.values():
+        listed = control_plane.kubectl("get", KINDS, "-n", namespace, "-o", output)
+        (tmp_path / f"{namespace}.{output}").write_text(listed)
+    assert findings(capsys, tmp_path) == moved(findings(capsys, EXAMPLES / example), renames)

@@ -217,8 +217,15 @@ class ControlPlane:
             check=False,
         )
         if done.returncode != 0:
-            raise subprocess.CalledProcessError(done.returncode, done.args, done.stdout, done.stderr)
+            raise KubectlError(done.returncode, done.args, done.stdout, done.stderr)
         return done.stdout
+
+
+class KubectlError(subprocess.CalledProcessError):
+    """CalledProcessError that shows what kubectl said, so a failing test explains itself."""
+
+    def __str__(self) -> str:
+        return f"{super().__str__()}\n{self.stderr}"
 
 
 def _http_ok(url: str, *, context: ssl.SSLContext | None = None) -> bool:
