@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from watcher.model.controllers import Claims, ControllerState
+from watcher.model.controllers import ControllerState
 from watcher.model.flux import APPLIERS, FLUX_GROUPS, applied_revision, dependencies, inventory, source_key
 from watcher.model.graph import View, owner_workload, release_of
 from watcher.model.objects import (
@@ -37,7 +37,7 @@ from watcher.model.objects import (
 )
 from watcher.model.revisions import same_revision
 from watcher.model.types import Finding, FindingType, ModelConfig, Severity, Subject, rfc3339
-from watcher.model.workloads import describe_state, pod_state, state_of
+from watcher.model.workloads import describe_state, state_of
 
 PRECEDENCE: Sequence[FindingType] = (
     FindingType.CRD_REMOVED,
@@ -70,8 +70,8 @@ def _order(subject: Subject) -> tuple[str, str, str]:
 class _Pass:
     """The working state of one correlation pass."""
 
-    def __init__(self, store: View, claims: Claims, config: ModelConfig, now: datetime) -> None:
-        self.store, self.claims, self.config, self.now = store, claims, config, now
+    def __init__(self, store: View, config: ModelConfig, now: datetime) -> None:
+        self.store, self.config, self.now = store, config, now
         self.found: dict[str, Finding] = {}
         self.keys: dict[str, Key] = {}
         self.links: dict[str, str] = {}
@@ -120,14 +120,13 @@ def correlate(
     candidates: Iterable[Finding],
     *,
     view: View,
-    claims: Claims,
     controllers: Sequence[ControllerState],
     removals: Sequence[Finding] = (),
     config: ModelConfig,
     now: datetime,
 ) -> list[Finding]:
     """Root-attributed, deterministically ordered findings (roots first, critical first)."""
-    run = _Pass(view, claims, config, now)
+    run = _Pass(view, config, now)
     own_pods = _controllers(run, controllers)
     for removal in removals:
         run.add(removal)
@@ -207,9 +206,8 @@ def _releases(run: _Pass, own_pods: Mapping[Key, ControllerState]) -> None:
         )
         if owner_finding is not None and owner_finding not in explained:
             explained.add(owner_finding)
-            run.found[
-                owner_finding
-            ].message += f" {describe(finding.subject)} {describe_state(pod_state(obj))}."
+            owner = run.found[owner_finding]
+            owner.message += f" {describe(finding.subject)} {describe_state(state_of(obj))}."
         release_key = release_of(run.store, workload if workload is not None else obj)
         release = run.store.get(release_key) if release_key is not None else None
         link = owner_finding
@@ -427,7 +425,12 @@ def _controller_message(run: _Pass, finding: Finding, explained: Sequence[str]) 
     stale = sum(1 for f in explained if run.found[f].type is FindingType.STATUS_STALE)
     others = len({run.keys[f] for f in explained if run.found[f].type is not FindingType.STATUS_STALE})
     if stale:
-        finding.message += f" {stale} objects it reconciles report a cached status"
-        finding.message += f" and {others} more are blocked behind them." if others else "."
+        finding.message += (
+            f" {stale} object it reconciles reports a cached status"
+            if stale == 1
+            else f" {stale} objects it reconciles report a cached status"
+        )
+        blocked = f" and {others} more {'is' if others == 1 else 'are'} blocked behind them"
+        finding.message += (blocked if others else "") + "."
     if run.advice.get(finding.id):
         finding.message += f" {run.advice[finding.id]}"

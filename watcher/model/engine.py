@@ -50,20 +50,16 @@ from watcher.model.objects import (
     newest_transition,
     subject_of,
     text,
-    time_at,
     transition,
 )
-from watcher.model.rules import local_findings
+from watcher.model.rules import crd_removed, local_findings
 from watcher.model.types import (
     ControllerSpec,
     Evaluation,
     Finding,
-    FindingType,
     ModelConfig,
     ObjectHealth,
     RevisionInfo,
-    Subject,
-    rfc3339,
 )
 
 V = TypeVar("V")
@@ -276,7 +272,7 @@ class HealthModel:
 
     def _removal(self, crd: Mapping[str, Any], *, now: datetime) -> Finding | None:
         group, kind = text(crd, "spec", "group"), text(crd, "spec", "names", "kind")
-        orphans: list[Subject] = [
+        orphans = [
             subject_of(obj)
             for obj in (self._store.raw(k) for k in sorted(self._store.raw_of_kind(group, kind)))
             if obj is not None
@@ -284,32 +280,7 @@ class HealthModel:
         claimers = [s.name for s in self._config.controllers if group in s.groups]
         running = {s.name for s in self._controllers.values()}
         reconcilers = [name for name in claimers if name in running] or claimers
-        if not orphans and not reconcilers:
-            return None
-        since = time_at(crd, "metadata", "deletionTimestamp") or now
-        name = crd["metadata"]["name"]
-        message = f"CustomResourceDefinition {name} was deleted at {rfc3339(since)}"
-        if orphans:
-            message += f" while {len(orphans)} {kind} objects existed; they are deleted with it"
-        if reconcilers:
-            message += f"; {', '.join(reconcilers)} reconciles {group} and cannot work without it"
-        message += (
-            ". Restore the CRD (re-apply the controller's install manifests), "
-            "then let Git re-create the objects."
-        )
-        evidence = {"group": group, "kind": kind, "orphans": len(orphans), "controllers": reconcilers}
-        subject = subject_of(crd)
-        finding = Finding(
-            f"{FindingType.CRD_REMOVED}/CustomResourceDefinition/{name}",
-            FindingType.CRD_REMOVED,
-            self._config.severities[FindingType.CRD_REMOVED],
-            subject,
-            message,
-            since,
-            evidence,
-            affected=orphans,
-        )
-        return finding
+        return crd_removed(crd, orphans=orphans, reconcilers=reconcilers, now=now, config=self._config)
 
     # -- Time ----------------------------------------------------------------------------------
 
@@ -358,7 +329,6 @@ class HealthModel:
             findings = correlate(
                 candidates,
                 view=reads,
-                claims=self._claims,
                 controllers=self._visible_states(),
                 removals=[r.finding for _, r in sorted(self._removals.items())],
                 config=self._config,

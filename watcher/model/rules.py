@@ -36,10 +36,11 @@ from watcher.model.objects import (
     spec_written_at,
     subject_of,
     text,
+    time_at,
     transition,
 )
 from watcher.model.revisions import same_revision, short
-from watcher.model.types import Finding, FindingType, ModelConfig, rfc3339
+from watcher.model.types import Finding, FindingType, ModelConfig, Subject, rfc3339
 from watcher.model.workloads import workload_unhealthy
 
 Rule = Callable[[Mapping[str, Any], Ctx], Finding | None]
@@ -302,6 +303,47 @@ def status_stale(obj: Mapping[str, Any], down: ControllerState, config: ModelCon
         message,
         down.health.since,
         evidence,
+    )
+
+
+def crd_removed(
+    crd: Mapping[str, Any],
+    *,
+    orphans: list[Subject],
+    reconcilers: list[str],
+    now: datetime,
+    config: ModelConfig,
+) -> Finding | None:
+    """CRDRemoved, when objects of its kind existed (`orphans`) or a controller reconciles its group.
+
+    `now` stands in for the deletion time when the CRD carried no deletionTimestamp.
+    """
+    if not orphans and not reconcilers:
+        return None
+    group, kind = text(crd, "spec", "group"), text(crd, "spec", "names", "kind")
+    since = time_at(crd, "metadata", "deletionTimestamp") or now
+    name = crd["metadata"]["name"]
+    message = f"CustomResourceDefinition {name} was deleted at {rfc3339(since)}"
+    if orphans:
+        message += f" while {len(orphans)} {kind} objects existed; they are deleted with it"
+    if reconcilers:
+        message += f"; {', '.join(reconcilers)} reconciles {group} and cannot work without it"
+    message += (
+        ". Restore the CRD (re-apply the controller's install manifests), then let Git re-create the objects."
+    )
+    evidence = {"group": group, "kind": kind, "orphans": len(orphans), "controllers": reconcilers}
+    removed = FindingType.CRD_REMOVED
+    subject = subject_of(crd)
+    return Finding(
+        finding_id(removed, subject),
+        removed,
+        config.severities[removed],
+        subject,
+        message,
+        since,
+        evidence,
+        None,
+        orphans,
     )
 
 
