@@ -18,6 +18,7 @@ from tests.model.builders import (
     event,
     flux,
     git_repository,
+    helm_release,
     kustomization,
     lease,
     pod,
@@ -238,3 +239,73 @@ def test_evaluate_function_keeps_the_last_of_duplicate_objects() -> None:
     older["status"]["conditions"] = [cond("Stalled", "True", "InvalidPath", "bad", ago=HOUR)]
 
     assert run(flux(), git_repository(), older, newer).findings == []
+
+
+def test_an_event_on_an_object_correlation_read_redoes_correlation() -> None:
+    labels = {"helm.toolkit.fluxcd.io/name": "web", "helm.toolkit.fluxcd.io/namespace": "apps"}
+    crashing = pod(
+        "web-7d9f-abcde", "apps", app="web", ready=False, waiting="CrashLoopBackOff", restarts=4, created=HOUR
+    )
+    model = fed(
+        *flux(leases=False), helm_release("web", "apps"), deployment("web", "apps", labels=labels), crashing
+    )
+    assert [f.type for f in model.evaluate(NOW).roots] == [FindingType.RELEASE_READY_WORKLOAD_FAILING]
+
+    admits = helm_release(
+        "web", "apps", conditions=[cond("Ready", "False", "UpgradeFailed", "timed out", ago=MIN)]
+    )
+    model.upsert(project(admits), now=NOW)
+
+    assert [f.id for f in model.evaluate(NOW).roots] == ["WorkloadUnhealthy/Pod/apps/web-7d9f-abcde"]
+
+
+def test_a_missing_dependency_that_appears_is_no_longer_reported_missing() -> None:
+    blocked = kustomization(
+        "apps",
+        depends_on=["infra"],
+        conditions=[
+            cond(
+                "Ready",
+                "False",
+                "DependencyNotReady",
+                "dependency 'flux-system/infra' is not ready",
+                ago=HOUR,
+            )
+        ],
+    )
+    model = fed(*flux(leases=False), git_repository(), blocked)
+    [root] = model.evaluate(NOW).roots
+    assert "Missing: Kustomization flux-system/infra" in root.message
+
+    model.upsert(project(kustomization("infra")), now=NOW)
+
+    [root] = model.evaluate(NOW).roots
+    assert "Missing" not in root.message
+
+
+def test_repeated_correlation_never_changes_cached_findings() -> None:
+    events = [
+        event(
+            f"apps.{n}",
+            kind="Kustomization",
+            involved="apps",
+            api_version="kustomize.toolkit.fluxcd.io/v1",
+            reason="BuildFailed",
+            message="accumulating resources",
+            count=4,
+            first=HOUR,
+            last=MIN,
+        )
+        for n in (1, 2)
+    ]
+    model = fed(*flux(leases=False), git_repository(), kustomization("apps"), *events)
+    first = snapshot(model.evaluate(NOW))
+
+    for step in range(1, 4):  # a finding that comes and goes makes correlation run again
+        stalled = kustomization(f"other-{step}", conditions=[cond("Stalled", "True", "InvalidPath", "x")])
+        model.upsert(project(stalled), now=NOW)
+        assert len(model.evaluate(NOW).roots) == 2
+        model.delete(project(stalled), now=NOW)
+
+    assert snapshot(model.evaluate(NOW)) == first
+    assert first["findings"][0]["evidence"]["count"] == 8
