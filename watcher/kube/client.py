@@ -21,7 +21,6 @@ from typing import Any
 import aiohttp
 from kubernetes_asyncio import config as kube_config
 from kubernetes_asyncio.client import ApiClient, Configuration
-from kubernetes_asyncio.config.config_exception import ConfigException
 
 CONNECTION_ERRORS: tuple[type[BaseException], ...] = (aiohttp.ClientError, OSError, TimeoutError)
 """Failing to get any HTTP answer at all: the API server is unreachable (or too slow)."""
@@ -35,11 +34,12 @@ async def load_client(*, kubeconfig: str | None = None, context: str | None = No
     """An ApiClient from `kubeconfig` (else $KUBECONFIG or ~/.kube/config), or in-cluster config.
 
     The kubeconfig is only read, never written back (a refreshed token stays in memory).
+    Every way it can be unusable is one KubeConfigError naming the file (and context).
     """
     configuration = Configuration()
-    use_file, where = _kubeconfig_file(kubeconfig)
+    where = _kubeconfig_file(kubeconfig)
     try:
-        if use_file:
+        if where is not None:
             await kube_config.load_kube_config(
                 config_file=kubeconfig,
                 context=context,
@@ -55,20 +55,24 @@ async def load_client(*, kubeconfig: str | None = None, context: str | None = No
             )
     except KubeConfigError:
         raise
-    except FileNotFoundError as error:
-        raise KubeConfigError(f"kubeconfig {where}: no such file ({error.filename or where})") from None
-    except (ConfigException, OSError, ValueError, KeyError, TypeError) as error:
-        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    except Exception as error:  # the loader raises whatever the file's content trips (YAML, keys, exec)
+        detail = " ".join(str(error).split())[:300] or type(error).__name__
         context_note = f" (context {context})" if context else ""
-        raise KubeConfigError(f"kubeconfig {where}{context_note}: {detail}") from None
+        raise KubeConfigError(f"kubeconfig {where or 'in-cluster'}{context_note}: {detail}") from None
     return ApiClient(configuration=configuration)
 
 
-def _kubeconfig_file(kubeconfig: str | None) -> tuple[bool, str]:
-    """Whether to read a kubeconfig file (else in-cluster config), and which one, for messages."""
+def _kubeconfig_file(kubeconfig: str | None) -> str | None:
+    """The kubeconfig to read (for messages), or None for in-cluster config; a file named
+    explicitly (flag or $KUBECONFIG) must exist."""
+    named = kubeconfig or os.environ.get("KUBECONFIG", "")
+    if named:
+        paths = named.split(os.pathsep) if not kubeconfig else [named]
+        if not any(Path(p).expanduser().is_file() for p in paths if p):
+            raise KubeConfigError(f"kubeconfig {named}: no such file")
+        return named
     default = Path("~/.kube/config").expanduser()
-    from_env = os.environ.get("KUBECONFIG", "")
-    return bool(kubeconfig or from_env or default.exists()), kubeconfig or from_env or str(default)
+    return str(default) if default.exists() else None
 
 
 def classify(status: int) -> str:
