@@ -52,18 +52,20 @@ def test_every_alert_is_explained_with_its_runbook_and_default_severity() -> Non
 
 
 @pytest.mark.cluster
-def test_the_overlay_patch_for_clusters_without_the_prometheus_operator_drops_only_the_service_monitor(
+def test_the_overlay_patch_for_clusters_without_the_prometheus_operator_drops_only_its_kinds(
     plane: ControlPlane, tmp_path: Path
 ) -> None:
     section = DOC.read_text().split("**No Prometheus Operator?**", 1)[1]
     snippet = re.search(r"```yaml\n(.*?)```", section, re.DOTALL)
     assert snippet, "the section shows no YAML"
     patches = yaml.safe_load(snippet[1])["patches"]
-    shutil.copytree(DEPLOY / "base", tmp_path / "base")
-    overlay = tmp_path / "overlay"
+    shutil.copytree(DEPLOY / "base", tmp_path / "deploy" / "base")
+    shutil.copytree(DEPLOY.parent / "alerts", tmp_path / "alerts")
+    overlay = tmp_path / "deploy" / "overlay"
     overlay.mkdir()
     (overlay / "kustomization.yaml").write_text(
         yaml.safe_dump({"resources": ["../base"], "patches": patches})
     )
     kinds = sorted(o["kind"] for o in render(plane, overlay))
-    assert kinds == sorted(o["kind"] for o in render(plane, DEPLOY) if o["kind"] != "ServiceMonitor")
+    operator_kinds = {"ServiceMonitor", "PrometheusRule"}
+    assert kinds == sorted(o["kind"] for o in render(plane, DEPLOY) if o["kind"] not in operator_kinds)
