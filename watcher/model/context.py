@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from watcher.model.objects import Key, finding_id
+from watcher.model.objects import Key, after, finding_id
 from watcher.model.types import Finding, FindingType, ModelConfig, Subject
 
 Lookup = Callable[[Key], Mapping[str, Any] | None]
@@ -28,7 +28,7 @@ class Ctx:
         """Has the state that began at `since` lasted `threshold`? If not yet, note when."""
         if since is None:
             return False
-        at = since + threshold
+        at = after(since, threshold)
         if at <= self.now:
             return True
         self.pending.append(at)

@@ -16,6 +16,7 @@ from typing import Any
 
 from watcher.model.objects import (
     Key,
+    after,
     condition,
     dig,
     integer,
@@ -156,7 +157,7 @@ def lease_expiry(lease: Mapping[str, Any] | None) -> datetime | None:
     duration = integer(lease, "spec", "leaseDurationSeconds")
     if renewed is None or duration is None:
         return None
-    return renewed + timedelta(seconds=duration)
+    return after(renewed, timedelta(seconds=duration))
 
 
 def _lease_evidence(lease: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -232,10 +233,12 @@ def controller_state(
         leader = next((pod for pod, state in states if state.ready and _holds(holder, pod)), None)
         if expiry is None or expiry >= now or leader is None:
             # A Lease held by no running Pod of ours is history (e.g. leader election turned off).
-            deadline = expiry + _TICK if expiry is not None and expiry >= now else None
+            deadline = after(expiry, _TICK) if expiry is not None and expiry >= now else None
             return verdict(True, HealthReason.AVAILABLE, None, deadline=deadline)
         if now - expiry < thresholds.controller_down:
-            return verdict(True, HealthReason.AVAILABLE, None, deadline=expiry + thresholds.controller_down)
+            return verdict(
+                True, HealthReason.AVAILABLE, None, deadline=after(expiry, thresholds.controller_down)
+            )
         renewed = text(lease or {}, "spec", "renewTime")
         detail = (
             f"pod {leader['metadata']['name']} is Running and Ready but stopped renewing leader Lease "
@@ -245,7 +248,7 @@ def controller_state(
         return verdict(False, HealthReason.LEASE_EXPIRED, expiry, detail)
 
     if expiry is not None and expiry >= now:
-        return verdict(True, HealthReason.RESTARTING, None, deadline=expiry + _TICK)
+        return verdict(True, HealthReason.RESTARTING, None, deadline=after(expiry, _TICK))
     worst = _worst(states)
     if worst is not None:
         pod, state = worst
@@ -269,7 +272,7 @@ def controller_state(
         detail = f"{workload['kind']} {meta['name']} has 0/{desired_replicas(workload)} available replicas"
         since = expiry or (transition(available) if available and available["status"] == "False" else None)
     if since is not None and now - since < thresholds.controller_down:
-        return verdict(True, HealthReason.RESTARTING, None, deadline=since + thresholds.controller_down)
+        return verdict(True, HealthReason.RESTARTING, None, deadline=after(since, thresholds.controller_down))
     return verdict(False, reason, since, detail)
 
 

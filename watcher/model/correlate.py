@@ -27,6 +27,7 @@ from watcher.model.flux import APPLIERS, FLUX_GROUPS, applied_revision, dependen
 from watcher.model.graph import View, owner_workload, release_of
 from watcher.model.objects import (
     Key,
+    after,
     condition,
     condition_evidence,
     describe,
@@ -306,7 +307,7 @@ def _dependencies(run: _Pass) -> None:
                 run.links[finding.id] = target
                 blocker = run.found[target]
                 finding.message += f" It waits on {describe(blocker.subject)}, which has {blocker.type}."
-            elif finding.since is None or finding.since + threshold > run.now:
+            elif finding.since is None or after(finding.since, threshold) > run.now:
                 run.drop(finding.id)
                 primary = run.primary(key)
             else:

@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from watcher.model.context import Ctx
-from watcher.model.objects import describe, integer, text, time_at
+from watcher.model.objects import after, describe, integer, text, time_at
 from watcher.model.types import Finding, FindingType, Subject, rfc3339
 
 _CORE_KINDS = ("Pod", "Node", "Service", "PersistentVolumeClaim")
@@ -52,9 +52,10 @@ def retry_loop(event: Mapping[str, Any], ctx: Ctx) -> Finding | None:
     thresholds = ctx.config.thresholds
     if count < 2 or first is None or last is None or last - first < thresholds.retry_loop:
         return None
-    if last + thresholds.retry_loop_recent < ctx.now:
+    history_at = after(last, thresholds.retry_loop_recent)
+    if history_at < ctx.now:
         return None
-    ctx.pending.append(last + thresholds.retry_loop_recent)
+    ctx.pending.append(history_at)
     reason = text(event, "reason")
     message = (
         f"{describe(subject)} keeps failing: Warning {reason} repeated {count} times from {rfc3339(first)} "

@@ -129,6 +129,18 @@ def parse_time(value: object) -> datetime | None:
     return moment.astimezone(UTC)
 
 
+NEVER = datetime.max.replace(tzinfo=UTC)
+"""Where a deadline lands when the arithmetic leaves the calendar (a timestamp in year 9999)."""
+
+
+def after(moment: datetime, delta: timedelta) -> datetime:
+    """moment + delta, or NEVER when that is past the end of the calendar."""
+    try:
+        return moment + delta
+    except OverflowError:
+        return NEVER
+
+
 def time_at(obj: Mapping[str, Any], *path: str) -> datetime | None:
     return parse_time(dig(obj, *path))
 
@@ -161,6 +173,8 @@ def spec_written_at(obj: Mapping[str, Any]) -> datetime | None:
 
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_MAX_DURATION_SECONDS = 100 * 365 * 86400.0
+"""Anything longer is not an interval anyone meant (and would overflow date arithmetic)."""
 _UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
@@ -174,7 +188,8 @@ def parse_duration(value: object) -> timedelta | None:
     parts = _DURATION_PART.findall(body)
     if not parts or "".join(n + u for n, u in parts) != body or value.startswith("-"):
         return None
-    return timedelta(seconds=sum(float(number) * _UNIT_SECONDS[unit] for number, unit in parts))
+    seconds = sum(float(number) * _UNIT_SECONDS[unit] for number, unit in parts)
+    return timedelta(seconds=seconds) if seconds <= _MAX_DURATION_SECONDS else None
 
 
 def labels_of(obj: Mapping[str, Any]) -> Mapping[str, str]:

@@ -357,7 +357,9 @@ _POD_STATUS: dict[str, Check] = {
         _CONDITION,
         limit=64,
         strict=True,
-        only=lambda c: type(c) is not dict or c.get("type") in _POD_CONDITIONS,
+        only=lambda c: (
+            type(c) is not dict or (isinstance(c.get("type"), str) and c["type"] in _POD_CONDITIONS)
+        ),
     ),
     "containerStatuses": _CONTAINER_STATUSES,
     "initContainerStatuses": _CONTAINER_STATUSES,

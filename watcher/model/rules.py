@@ -155,9 +155,9 @@ def request_time(value: str) -> datetime | None:
         return moment
     try:
         seconds = float(value)
-    except ValueError:
+        return datetime.fromtimestamp(seconds, UTC) if seconds > 1e9 else None
+    except (ValueError, OverflowError, OSError):
         return None
-    return datetime.fromtimestamp(seconds, UTC) if seconds > 1e9 else None
 
 
 def reconcile_request_ignored(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
