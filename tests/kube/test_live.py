@@ -1,0 +1,134 @@
+"""The live model between the reflectors and the HTTP layer: debounce, timer, freeze, blindness.
+
+A controllable clock stands in for wall time where thresholds matter; the HealthModel is
+the real one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from tests.kube.objects import cond, deployment, flux, pod, waiting
+from tests.kube.support import poll
+from watcher.kube.live import LiveModel
+from watcher.kube.resources import Resource
+from watcher.model.projection import project
+from watcher.model.types import Evaluation, ModelConfig
+from watcher.telemetry import Telemetry
+
+T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+KUSTOMIZATIONS = Resource("kustomize.toolkit.fluxcd.io", "v1", "Kustomization", "kustomizations")
+DEPLOYMENTS = Resource("apps", "v1", "Deployment", "deployments")
+PODS = Resource("", "v1", "Pod", "pods")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def live_telemetry(*resources: Resource) -> Telemetry:
+    telemetry = Telemetry(up=True, started=True)
+    for resource in resources:
+        stats = telemetry.kind(resource.group, resource.kind)
+        stats.synced = stats.live = True
+    return telemetry
+
+
+def stuck(name: str, *, since: datetime) -> dict[str, Any]:
+    status = {
+        "conditions": [
+            cond("Ready", "True", "ReconciliationSucceeded", "Applied", since=since),
+            cond("Reconciling", "True", "Progressing", "Reconciliation in progress", since=since),
+        ]
+    }
+    return project(flux("Kustomization", "apps", name, status=status))
+
+
+@pytest.fixture
+async def started() -> AsyncIterator[Callable[[LiveModel], None]]:
+    tasks: list[asyncio.Task[None]] = []
+    yield lambda live: tasks.append(asyncio.create_task(live.run()))
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def types(evaluation: Evaluation | None) -> list[tuple[str, str]]:
+    assert evaluation is not None
+    return [(str(f.type), f.subject["name"]) for f in evaluation.findings]
+
+
+async def test_a_burst_of_events_is_coalesced_into_one_evaluation_shortly_after(
+    started: Callable[[LiveModel], None],
+) -> None:
+    telemetry = live_telemetry(KUSTOMIZATIONS)
+    live = LiveModel(ModelConfig(), telemetry, debounce=0.05, tick=3600, clock=Clock())
+    started(live)
+    for i in range(500):
+        live.upsert(KUSTOMIZATIONS, stuck(f"k{i}", since=T0 - timedelta(hours=1)))
+    await poll(lambda: telemetry.evaluation.count, what="an evaluation after the burst")
+    await asyncio.sleep(0.3)
+    assert telemetry.evaluation.count == 1
+    assert len(types(live.latest)) == 500
+
+
+async def test_a_threshold_crossed_with_no_event_is_found_on_the_timer(
+    started: Callable[[LiveModel], None],
+) -> None:
+    clock = Clock()
+    live = LiveModel(ModelConfig(), live_telemetry(KUSTOMIZATIONS), debounce=0.01, tick=0.05, clock=clock)
+    live.upsert(KUSTOMIZATIONS, stuck("apps", since=T0))
+    started(live)
+    await poll(lambda: live.latest is not None)
+    assert types(live.latest) == []
+    clock.now = T0 + timedelta(minutes=31)  # past 3 x its 10m interval; nothing else happens
+    await poll(lambda: types(live.latest), what="StuckReconciling from the timer alone")
+    assert types(live.latest) == [("StuckReconciling", "apps")]
+
+
+def test_while_unreachable_the_last_evaluation_is_served_unchanged() -> None:
+    clock = Clock()
+    telemetry = live_telemetry(KUSTOMIZATIONS)
+    live = LiveModel(ModelConfig(), telemetry, clock=clock)
+    live.upsert(KUSTOMIZATIONS, stuck("apps", since=T0))
+    before = live.evaluate()
+    telemetry.up = False
+    clock.now = T0 + timedelta(hours=2)
+    live.upsert(KUSTOMIZATIONS, stuck("other", since=T0 - timedelta(hours=5)))
+    assert live.evaluate() is before
+    telemetry.up = True
+    assert types(live.evaluate()) == [("StuckReconciling", "apps"), ("StuckReconciling", "other")]
+
+
+@pytest.mark.parametrize(
+    "unseen",
+    [
+        pytest.param(lambda stats: setattr(stats, "forbidden", True), id="forbidden"),
+        pytest.param(lambda stats: setattr(stats, "live", False), id="watch-not-live"),
+    ],
+)
+def test_a_controller_whose_workload_kind_cannot_be_seen_is_never_reported_down(
+    unseen: Callable[[Any], None],
+) -> None:
+    telemetry = live_telemetry(DEPLOYMENTS, PODS, KUSTOMIZATIONS)
+    live = LiveModel(ModelConfig(), telemetry, clock=lambda: datetime.now(UTC))
+    down = deployment("flux-system", "kustomize-controller", available=0)
+    live.upsert(DEPLOYMENTS, project(down))
+    failing = waiting("ImagePullBackOff", "Back-off pulling image")
+    live.upsert(PODS, project(pod("flux-system", "kustomize-controller", status=failing)))
+    live.upsert(KUSTOMIZATIONS, project(flux("Kustomization", "flux-system", "apps", status={"conditions": [
+        cond("Ready", "True", "ReconciliationSucceeded", "Applied", since=T0)]})))  # fmt: skip
+    assert ("ControllerDown", "kustomize-controller") in types(live.evaluate())
+
+    unseen(telemetry.kind("apps", "Deployment"))
+    unseen(telemetry.kind("", "Pod"))
+    assert types(live.evaluate()) == []
