@@ -32,6 +32,10 @@ ODD_VALUES: list[Any] = [
     {"a": 1},
     [None],
     "2024-13-45",
+    "9999-12-31T23:59:59Z",
+    "0001-01-01T00:00:00Z",
+    "1e400h",
+    "99999999999999999999h",
 ]
 
 
@@ -108,3 +112,25 @@ def test_flux_objects_with_every_status_field_removed_still_evaluate() -> None:
     assert len(evaluation.objects) == len(
         [o for o in bare if o["kind"] in ("Kustomization", "Terraform", "GitRepository")]
     )
+
+
+def test_timestamps_at_the_end_of_the_calendar_and_absurd_durations_evaluate() -> None:
+    def at_the_end(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: at_the_end(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [at_the_end(v) for v in value]
+        if isinstance(value, str) and value.startswith("2024-"):
+            return "9999-12-31T23:59:59Z"
+        return value
+
+    objs = [at_the_end(o) for o in world()]
+    for obj in objs:
+        if "interval" in obj.get("spec", {}):
+            obj["spec"]["interval"] = "99999999999999999999h"
+        if obj["kind"] == "Lease":
+            obj["spec"]["leaseDurationSeconds"] = 2**40
+
+    evaluation = evaluate([project(o) for o in objs], now=NOW, config=ModelConfig())
+
+    assert all(f.type != "StuckReconciling" for f in evaluation.findings)
