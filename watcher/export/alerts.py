@@ -176,6 +176,17 @@ SELF_ALERTS: tuple[Alert, ...] = (
         labels={"severity": "warning"},
     ),
     Alert(
+        name="StalewatchAbsent",
+        expr=f'absent(up{{job="{SELF_JOB}"}})',
+        for_="10m",
+        summary="No stalewatch target is scraped",
+        description=(
+            f'Prometheus has no target in job "{SELF_JOB}": stalewatch is not deployed, its pods are'
+            " gone, or its ServiceMonitor is not selected. Nothing watches whether controllers are alive."
+        ),
+        labels={"severity": "warning"},
+    ),
+    Alert(
         name="StalewatchNotSynced",
         expr="max without (" + HA_LABELS + ") (stalewatch_kind_synced) == 0",
         for_="10m",
