@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
+import orjson
+
 from tests.model.builders import (
     MIN,
     SHA_N,
@@ -152,7 +157,8 @@ def test_healthy_cluster_has_no_findings() -> None:
     assert all(c.up for c in evaluation.controllers)
 
 
-def test_reconciling_left_true_with_ready_is_one_stuck_reconciling_root_saying_ready_is_true() -> None:
+def forgotten_reconciling() -> list[Obj]:
+    """kustomize-controller (alive) finished, set Ready=True and never cleared Reconciling=True."""
     forgot = kustomization(
         "apps",
         conditions=[
@@ -166,8 +172,11 @@ def test_reconciling_left_true_with_ready_is_one_stuck_reconciling_root_saying_r
             cond("Reconciling", "True", "Progressing", "Reconciliation in progress", ago=45 * MIN),
         ],
     )
+    return [*flux(), git_repository(), forgot]
 
-    evaluation = run(flux(), git_repository(), forgot)
+
+def test_reconciling_left_true_with_ready_is_one_stuck_reconciling_root_saying_ready_is_true() -> None:
+    evaluation = run(forgotten_reconciling())
 
     [root] = evaluation.roots
     assert root.id == "StuckReconciling/Kustomization/flux-system/apps"
@@ -183,13 +192,15 @@ DRY_RUN_FORBIDDEN = (
 )
 
 
-def test_child_failing_to_apply_the_new_revision_is_one_revision_skew_root_with_its_message() -> None:
+def child_on_old_revision() -> list[Obj]:
+    """Root Kustomization with two children: deploy-apps applied N, deploy-config failed its
+    dry-run (Forbidden) and still runs N-1."""
     children = [
         "flux-system_deploy-apps_kustomize.toolkit.fluxcd.io_Kustomization",
         "flux-system_deploy-config_kustomize.toolkit.fluxcd.io_Kustomization",
     ]
-    evaluation = run(
-        flux(),
+    return [
+        *flux(),
         git_repository(revision=f"main@sha1:{SHA_N}", updated=30 * MIN),
         kustomization("flux-system", inventory=children),
         kustomization("deploy-apps", applied=f"main@sha1:{SHA_N}"),
@@ -204,17 +215,22 @@ def test_child_failing_to_apply_the_new_revision_is_one_revision_skew_root_with_
                 ),
             ],
         ),
-    )
+    ]
 
-    [root] = evaluation.roots
+
+def test_child_failing_to_apply_the_new_revision_is_one_revision_skew_root_with_its_message() -> None:
+    [root] = run(child_on_old_revision()).roots
+
     assert root.id == "RevisionSkew/Kustomization/flux-system/deploy-config"
     assert DRY_RUN_FORBIDDEN in root.message
     assert "Kustomization flux-system/deploy-apps" in root.message
     assert root.evidence["applied_revision"] == f"main@sha1:{SHA_N1}"
     assert root.evidence["source_revision"] == f"main@sha1:{SHA_N}"
+    assert root.affected == []
 
 
-def test_helm_release_ready_while_its_new_pod_crash_loops_is_one_release_root() -> None:
+def release_with_crash_looping_pod() -> list[Obj]:
+    """HelmRelease Ready=True after an upgrade whose new Pod crash-loops (the old one still serves)."""
     image = "ghcr.io/stefanprodan/podinfo:6.5.1"
     helm_labels = {"helm.toolkit.fluxcd.io/name": "podinfo", "helm.toolkit.fluxcd.io/namespace": "apps"}
     rolling = deployment(
@@ -239,8 +255,8 @@ def test_helm_release_ready_while_its_new_pod_crash_loops_is_one_release_root() 
             ),
         ],
     )
-    evaluation = run(
-        flux(),
+    return [
+        *flux(),
         helm_chart("apps-podinfo", "apps", version="6.5.1"),
         helm_release("podinfo", "apps", chart_version="6.5.1"),
         rolling,
@@ -275,7 +291,11 @@ def test_helm_release_ready_while_its_new_pod_crash_loops_is_one_release_root() 
             first=19 * MIN,
             last=MIN,
         ),
-    )
+    ]
+
+
+def test_helm_release_ready_while_its_new_pod_crash_loops_is_one_release_root() -> None:
+    evaluation = run(release_with_crash_looping_pod())
 
     [root] = evaluation.roots
     assert root.id == "ReleaseReadyWorkloadFailing/HelmRelease/apps/podinfo"
@@ -302,3 +322,26 @@ def test_tofu_incident_with_kustomizations_depending_on_terraform_by_name_is_one
         "Kustomization/flux-system/apps",
         "Kustomization/flux-system/monitoring",
     }
+
+
+GOLDEN = Path(__file__).parent / "golden" / "incidents.json"
+INCIDENTS = {
+    "tofu-controller-image-pull-backoff": tofu_incident,
+    "forgotten-reconciling": forgotten_reconciling,
+    "child-on-old-revision": child_on_old_revision,
+    "release-with-crash-looping-pod": release_with_crash_looping_pod,
+}
+
+
+def test_incident_findings_match_the_golden_json() -> None:
+    """What `analyze --output json` shows for each incident, word for word.
+
+    After an intended change of wording, regenerate with
+    STALEWATCH_UPDATE_GOLDEN=1 pytest tests/model/test_incidents.py and review the diff.
+    """
+    rendered = {name: [f.to_dict() for f in run(build()).findings] for name, build in INCIDENTS.items()}
+    text = orjson.dumps(rendered, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n"
+    if os.environ.get("STALEWATCH_UPDATE_GOLDEN"):
+        GOLDEN.write_text(text)
+
+    assert text == GOLDEN.read_text()

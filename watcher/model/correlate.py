@@ -385,6 +385,11 @@ def _finish(run: _Pass) -> list[Finding]:
         if root != fid:
             run.found[fid].root_cause = root
             members[root].append(fid)
+    for fid, root in roots.items():
+        finding = run.found[fid]
+        if finding.type is FindingType.DEPENDENCY_BLOCKED and root not in (fid, run.links.get(fid)):
+            cause = run.found[root]
+            finding.message += f" Root cause: {cause.type} of {describe(cause.subject)}."
     for root, explained in members.items():
         own = run.keys[root]
         subjects = {run.keys[f]: run.found[f].subject for f in explained if run.keys[f] != own}
