@@ -1,0 +1,172 @@
+"""The HTTP layer on its own: probes say why, findings carry the watch status, /metrics has both
+collectors. Served for real (aiohttp's test server on a local port), fed by the real model."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime
+
+import orjson
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from tests.kube.objects import cond, flux
+from watcher.export.metrics import build_registry
+from watcher.export.watcher_metrics import WatcherCollector
+from watcher.model.engine import evaluate
+from watcher.model.projection import project
+from watcher.model.types import Evaluation, ModelConfig
+from watcher.telemetry import Telemetry
+from watcher.web.server import create_app, parse_listen
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+
+def stuck_evaluation() -> Evaluation:
+    status = {
+        "conditions": [
+            cond(
+                "Ready",
+                "True",
+                "ReconciliationSucceeded",
+                "Applied",
+                since=datetime(2026, 11, 30, 9, tzinfo=UTC),
+            ),
+            cond(
+                "Reconciling",
+                "True",
+                "Progressing",
+                "In progress",
+                since=datetime(2026, 11, 30, 10, tzinfo=UTC),
+            ),
+        ]
+    }
+    return evaluate(
+        [project(flux("Kustomization", "apps", "web", status=status))], now=NOW, config=ModelConfig()
+    )
+
+
+Serve = Callable[[Telemetry, Evaluation | None], Awaitable[TestClient]]
+
+
+@pytest.fixture
+async def serve() -> AsyncIterator[Serve]:
+    clients: list[TestClient] = []
+
+    async def make(telemetry: Telemetry, evaluation: Evaluation | None) -> TestClient:
+        registry = build_registry(lambda: evaluation)
+        registry.register(WatcherCollector(telemetry))
+        app = create_app(telemetry=telemetry, source=lambda: evaluation, registry=registry)
+        client = TestClient(TestServer(app))
+        await client.start_server()
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        await client.close()
+
+
+def synced(*, up: bool = True) -> Telemetry:
+    telemetry = Telemetry(up=up, started=True)
+    for group, kind in [("", "Pod"), ("kustomize.toolkit.fluxcd.io", "Kustomization")]:
+        stats = telemetry.kind(group, kind)
+        stats.synced = stats.live = True
+    return telemetry
+
+
+@pytest.mark.parametrize(
+    ("telemetry", "status", "says"),
+    [
+        pytest.param(synced(), 200, "ok", id="synced-and-up"),
+        pytest.param(synced(up=False), 503, "the Kubernetes API server is unreachable", id="unreachable"),
+        pytest.param(Telemetry(up=True), 503, "discovering the kinds to watch", id="starting"),
+    ],
+)
+async def test_readyz_says_why_it_is_not_ready(
+    serve: Serve, telemetry: Telemetry, status: int, says: str
+) -> None:
+    client = await serve(telemetry, None)
+    response = await client.get("/readyz")
+    assert (response.status, (await response.text()).strip()) == (status, says)
+    assert (await client.get("/healthz")).status == 200
+
+
+async def test_readyz_names_the_kinds_whose_initial_list_is_not_done(serve: Serve) -> None:
+    telemetry = synced()
+    telemetry.kind("helm.toolkit.fluxcd.io", "HelmRelease")
+    forbidden = telemetry.kind("infra.contrib.fluxcd.io", "Terraform")
+    forbidden.forbidden = True
+    client = await serve(telemetry, None)
+    response = await client.get("/readyz")
+    assert response.status == 503
+    assert (
+        await response.text()
+    ).strip() == "initial list not finished for HelmRelease.helm.toolkit.fluxcd.io"
+
+
+async def test_findings_are_the_analyze_json_plus_the_watch_status(serve: Serve) -> None:
+    telemetry = synced()
+    telemetry.kind("", "Pod").objects = 7
+    telemetry.kind("", "Pod").malformed_now = 2
+    evaluation = stuck_evaluation()
+    client = await serve(telemetry, evaluation)
+    response = await client.get("/api/v1/findings")
+    assert response.content_type == "application/json"
+    document = orjson.loads(await response.read())
+    assert document["findings"] == [f.to_dict() for f in evaluation.findings]
+    summary = document["summary"]
+    assert (summary["objects"], summary["load_errors"], summary["findings"]) == (7, 2, 1)
+    assert summary["now"] == "2026-11-30T12:00:00Z"
+    assert {k: summary[k] for k in ("up", "synced", "stale", "forbidden_kinds", "unsynced_kinds")} == {
+        "up": True,
+        "synced": True,
+        "stale": False,
+        "forbidden_kinds": [],
+        "unsynced_kinds": [],
+    }
+
+
+async def test_before_the_first_evaluation_findings_are_empty_and_flagged_stale(serve: Serve) -> None:
+    client = await serve(Telemetry(), None)
+    summary = orjson.loads(await (await client.get("/api/v1/findings")).read())["summary"]
+    assert (summary["findings"], summary["up"], summary["stale"], summary["synced"]) == (
+        0,
+        False,
+        True,
+        False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("accept", "content_type", "ending"),
+    [
+        pytest.param(None, "text/plain; version=0.0.4; charset=utf-8", "", id="prometheus-text"),
+        pytest.param(
+            "application/openmetrics-text; version=1.0.0",
+            "application/openmetrics-text; version=1.0.0",
+            "# EOF\n",
+            id="openmetrics",
+        ),
+    ],
+)
+async def test_metrics_serve_the_model_and_the_watcher_from_one_registry(
+    serve: Serve, accept: str | None, content_type: str, ending: str
+) -> None:
+    client = await serve(synced(), stuck_evaluation())
+    response = await client.get("/metrics", headers={"Accept": accept} if accept else {})
+    text = await response.text()
+    assert response.headers["Content-Type"].startswith(content_type)
+    finding = next(line for line in text.splitlines() if line.startswith("stalewatch_finding{"))
+    assert 'type="StuckReconciling"' in finding
+    assert "\nstalewatch_up 1.0\n" in text
+    assert 'stalewatch_kind_synced{group="",kind="Pod"} 1.0' in text
+    assert text.endswith(ending)
+
+
+@pytest.mark.parametrize(
+    ("listen", "expected"),
+    [(":8080", (None, 8080)), ("127.0.0.1:9090", ("127.0.0.1", 9090)), ("[::1]:8080", ("::1", 8080))],
+)
+def test_listen_addresses_parse_like_go_host_port(listen: str, expected: tuple[str | None, int]) -> None:
+    assert parse_listen(listen) == expected
