@@ -174,6 +174,17 @@ def kustomization(
     }
 
 
+def waiting_on(name: str, dependency: str, *, ago: timedelta, namespace: str = FLUX_NS) -> Obj:
+    """A Kustomization that dependsOn `dependency` and says Ready=False/DependencyNotReady."""
+    message = f"dependency '{namespace}/{dependency}' is not ready"
+    return kustomization(
+        name,
+        namespace,
+        depends_on=[dependency],
+        conditions=[cond("Ready", "False", "DependencyNotReady", message, ago=ago)],
+    )
+
+
 def helm_release(
     name: str,
     namespace: str = FLUX_NS,
@@ -513,6 +524,32 @@ def event(
         "source": {"component": "kubelet", "host": "node-1"},
         "reportingComponent": "kubelet",
     }
+
+
+def warning_about(
+    kustomization_name: str,
+    *,
+    count: int,
+    first: timedelta,
+    last: timedelta,
+    reason: str = "BuildFailed",
+    message: str = "accumulating resources: failed to read kustomization.yaml",
+    name: str | None = None,
+    type_: str = "Warning",
+) -> Obj:
+    """An Event kustomize-controller writes about a Kustomization."""
+    return event(
+        name or f"{kustomization_name}.17c2",
+        kind="Kustomization",
+        involved=kustomization_name,
+        api_version="kustomize.toolkit.fluxcd.io/v1",
+        reason=reason,
+        message=message,
+        count=count,
+        first=first,
+        last=last,
+        type_=type_,
+    )
 
 
 def crd(plural: str, group: str, kind: str, *, deleting: bool = False) -> Obj:

@@ -15,7 +15,6 @@ from tests.model.builders import (
     controller,
     crd,
     deployment,
-    event,
     flux,
     git_repository,
     helm_release,
@@ -24,6 +23,8 @@ from tests.model.builders import (
     pod,
     run,
     terraform,
+    waiting_on,
+    warning_about,
 )
 from tests.model.test_incidents import tofu_incident
 from watcher.model.engine import HealthModel, evaluate
@@ -96,17 +97,7 @@ def test_hung_leader_is_down_once_its_lease_runs_out() -> None:
 
 
 def test_retry_loop_ends_when_its_event_stops_recurring() -> None:
-    looping = event(
-        "apps.17c2",
-        kind="Kustomization",
-        involved="apps",
-        api_version="kustomize.toolkit.fluxcd.io/v1",
-        reason="BuildFailed",
-        message="accumulating resources",
-        count=9,
-        first=HOUR,
-        last=MIN,
-    )
+    looping = warning_about("apps", count=9, first=HOUR, last=MIN)
     model = fed(*flux(leases=False), git_repository(), kustomization("apps"), looping)
 
     assert [f.type for f in model.evaluate(NOW).findings] == [FindingType.RETRY_LOOP]
@@ -260,19 +251,7 @@ def test_an_event_on_an_object_correlation_read_redoes_correlation() -> None:
 
 
 def test_a_missing_dependency_that_appears_is_no_longer_reported_missing() -> None:
-    blocked = kustomization(
-        "apps",
-        depends_on=["infra"],
-        conditions=[
-            cond(
-                "Ready",
-                "False",
-                "DependencyNotReady",
-                "dependency 'flux-system/infra' is not ready",
-                ago=HOUR,
-            )
-        ],
-    )
+    blocked = waiting_on("apps", "infra", ago=HOUR)
     model = fed(*flux(leases=False), git_repository(), blocked)
     [root] = model.evaluate(NOW).roots
     assert "Missing: Kustomization flux-system/infra" in root.message
@@ -284,20 +263,7 @@ def test_a_missing_dependency_that_appears_is_no_longer_reported_missing() -> No
 
 
 def test_repeated_correlation_never_changes_cached_findings() -> None:
-    events = [
-        event(
-            f"apps.{n}",
-            kind="Kustomization",
-            involved="apps",
-            api_version="kustomize.toolkit.fluxcd.io/v1",
-            reason="BuildFailed",
-            message="accumulating resources",
-            count=4,
-            first=HOUR,
-            last=MIN,
-        )
-        for n in (1, 2)
-    ]
+    events = [warning_about("apps", name=f"apps.{n}", count=4, first=HOUR, last=MIN) for n in (1, 2)]
     model = fed(*flux(leases=False), git_repository(), kustomization("apps"), *events)
     first = snapshot(model.evaluate(NOW))
 

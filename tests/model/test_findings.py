@@ -17,7 +17,6 @@ from tests.model.builders import (
     cond,
     controller,
     deployment,
-    event,
     flux,
     git_repository,
     helm_chart,
@@ -28,6 +27,8 @@ from tests.model.builders import (
     run,
     terraform,
     ts,
+    waiting_on,
+    warning_about,
 )
 from watcher.model.types import FindingType
 
@@ -94,15 +95,7 @@ def stalled(name: str = "apps", **kwargs: object) -> Obj:
 
 
 def blocked(*, ago: timedelta, on: str = "infra") -> Obj:
-    return kustomization(
-        "apps",
-        depends_on=[on],
-        conditions=[
-            cond(
-                "Ready", "False", "DependencyNotReady", f"dependency 'flux-system/{on}' is not ready", ago=ago
-            )
-        ],
-    )
+    return waiting_on("apps", on, ago=ago)
 
 
 def crash_looping(created: timedelta, *, labels: dict[str, str] | None = None) -> list[Obj]:
@@ -122,11 +115,8 @@ def crash_looping(created: timedelta, *, labels: dict[str, str] | None = None) -
 
 
 def warning(*, count: int, first: timedelta, last: timedelta, type_: str = "Warning") -> Obj:
-    return event(
-        "apps.17c2",
-        kind="Kustomization",
-        involved="apps",
-        api_version="kustomize.toolkit.fluxcd.io/v1",
+    return warning_about(
+        "apps",
         reason="ReconciliationFailed",
         message="kustomization path not found",
         count=count,
@@ -308,19 +298,7 @@ def test_status_stale_points_at_the_controller_down_and_skips_suspended_objects(
 
 
 def test_dependency_blocked_root_cause_is_the_deepest_failing_dependency() -> None:
-    chain = [
-        stalled("base"),
-        kustomization(
-            "infra",
-            depends_on=["base"],
-            conditions=[cond("Ready", "False", "DependencyNotReady", "", ago=MIN)],
-        ),
-        kustomization(
-            "apps",
-            depends_on=["infra"],
-            conditions=[cond("Ready", "False", "DependencyNotReady", "", ago=MIN)],
-        ),
-    ]
+    chain = [stalled("base"), waiting_on("infra", "base", ago=MIN), waiting_on("apps", "infra", ago=MIN)]
 
     findings = by_id(run(flux(), git_repository(), chain))
 
@@ -330,12 +308,7 @@ def test_dependency_blocked_root_cause_is_the_deepest_failing_dependency() -> No
 
 
 def test_dependency_cycle_is_reported_once_past_threshold_without_looping() -> None:
-    cycle = [
-        kustomization(
-            a, depends_on=[b], conditions=[cond("Ready", "False", "DependencyNotReady", "", ago=HOUR)]
-        )
-        for a, b in (("a", "b"), ("b", "a"))
-    ]
+    cycle = [waiting_on("a", "b", ago=HOUR), waiting_on("b", "a", ago=HOUR)]
 
     evaluation = run(flux(), git_repository(), cycle)
 
@@ -476,20 +449,7 @@ def test_failing_pod_is_explained_by_its_failing_deployment() -> None:
 
 
 def test_warning_events_with_one_reason_about_one_object_are_one_loop() -> None:
-    objs = [
-        event(
-            f"apps.{n}",
-            kind="Kustomization",
-            involved="apps",
-            api_version="kustomize.toolkit.fluxcd.io/v1",
-            reason="BuildFailed",
-            message=f"attempt {n}",
-            count=5,
-            first=HOUR,
-            last=MIN,
-        )
-        for n in (1, 2)
-    ]
+    objs = [warning_about("apps", name=f"apps.{n}", count=5, first=HOUR, last=MIN) for n in (1, 2)]
 
     [loop] = run(flux(), git_repository(), kustomization("apps"), objs).findings
 

@@ -25,6 +25,7 @@ from tests.model.builders import (
     pod,
     run,
     terraform,
+    waiting_on,
 )
 from watcher.model.types import FindingType
 
@@ -86,22 +87,7 @@ def tofu_incident() -> list[Obj]:
                 cond("Reconciling", "True", "ProgressingWithRetry", "Detecting drift", ago=36 * MIN),
             ],
         ),
-        *(
-            kustomization(
-                name,
-                depends_on=["infra"],
-                conditions=[
-                    cond(
-                        "Ready",
-                        "False",
-                        "DependencyNotReady",
-                        "dependency 'flux-system/infra' is not ready",
-                        ago=30 * MIN,
-                    )
-                ],
-            )
-            for name in ("apps", "monitoring")
-        ),
+        *(waiting_on(name, "infra", ago=30 * MIN) for name in ("apps", "monitoring")),
     ]
 
 

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from watcher.model.objects import Key, after, finding_id
-from watcher.model.types import Finding, FindingType, ModelConfig, Subject
+from watcher.model.types import DEFAULT_SEVERITIES, Finding, FindingType, ModelConfig, Subject
 
 Lookup = Callable[[Key], Mapping[str, Any] | None]
 
@@ -43,9 +43,18 @@ class Ctx:
         evidence: dict[str, Any],
         *extra_id: str,
     ) -> Finding:
-        severity = self.config.severities.get(kind)
-        if severity is None:
-            raise KeyError(f"ModelConfig.severities has no entry for {kind}")
-        return Finding(
-            finding_id(kind, subject, *extra_id), kind, severity, subject, message, since, evidence
-        )
+        return new_finding(self.config, kind, subject, message, since, evidence, *extra_id)
+
+
+def new_finding(
+    config: ModelConfig,
+    kind: FindingType,
+    subject: Subject,
+    message: str,
+    since: datetime | None,
+    evidence: dict[str, Any],
+    *extra_id: str,
+) -> Finding:
+    """A finding with its stable id and its configured severity (the default one if unset)."""
+    severity = config.severities.get(kind, DEFAULT_SEVERITIES[kind])
+    return Finding(finding_id(kind, subject, *extra_id), kind, severity, subject, message, since, evidence)

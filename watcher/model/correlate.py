@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from watcher.model.context import new_finding
 from watcher.model.controllers import ControllerState
 from watcher.model.flux import APPLIERS, FLUX_GROUPS, applied_revision, dependencies, inventory, source_key
 from watcher.model.graph import View, owner_workload, release_of
@@ -95,18 +96,6 @@ class _Pass:
             self.links[copy.id] = link
         return copy
 
-    def new(
-        self,
-        kind: FindingType,
-        subject: Subject,
-        message: str,
-        since: datetime | None,
-        evidence: dict[str, Any],
-    ) -> Finding:
-        return Finding(
-            finding_id(kind, subject), kind, self.config.severities[kind], subject, message, since, evidence
-        )
-
     def primary(self, key: Key) -> str | None:
         ids = self.by_subject.get(key)
         return ids[0] if ids else None
@@ -159,7 +148,11 @@ def _controllers(run: _Pass, controllers: Sequence[ControllerState]) -> dict[Key
             **state.evidence,
         }
         message = f"{state.spec.name} in {subject['namespace']} is down: {state.detail}."
-        down = run.add(run.new(FindingType.CONTROLLER_DOWN, subject, message, state.health.since, evidence))
+        down = run.add(
+            new_finding(
+                run.config, FindingType.CONTROLLER_DOWN, subject, message, state.health.since, evidence
+            )
+        )
         run.advice[down.id] = state.advice
     return own
 
@@ -252,7 +245,9 @@ def _release_finding(
         "image": failing.evidence.get("image", ""),
     }
     return run.add(
-        run.new(FindingType.RELEASE_READY_WORKLOAD_FAILING, subject, message, failing.since, evidence)
+        new_finding(
+            run.config, FindingType.RELEASE_READY_WORKLOAD_FAILING, subject, message, failing.since, evidence
+        )
     )
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from watcher.model.context import Ctx
+from watcher.model.context import Ctx, new_finding
 from watcher.model.controllers import ControllerState
 from watcher.model.events import retry_loop
 from watcher.model.flux import APPLIERS, REQUESTED_AT, dependencies, revisions
@@ -293,16 +293,8 @@ def status_stale(obj: Mapping[str, Any], down: ControllerState, config: ModelCon
         "controller_workload": finding_id(FindingType.CONTROLLER_DOWN, down.health.subject),
         "conditions": {c["type"]: c["status"] for c in dig(obj, "status", "conditions") or ()},
     }
-    kind = FindingType.STATUS_STALE
-    subject = subject_of(obj)
-    return Finding(
-        finding_id(kind, subject),
-        kind,
-        config.severities[kind],
-        subject,
-        message,
-        down.health.since,
-        evidence,
+    return new_finding(
+        config, FindingType.STATUS_STALE, subject_of(obj), message, down.health.since, evidence
     )
 
 
@@ -332,19 +324,9 @@ def crd_removed(
         ". Restore the CRD (re-apply the controller's install manifests), then let Git re-create the objects."
     )
     evidence = {"group": group, "kind": kind, "orphans": len(orphans), "controllers": reconcilers}
-    removed = FindingType.CRD_REMOVED
-    subject = subject_of(crd)
-    return Finding(
-        finding_id(removed, subject),
-        removed,
-        config.severities[removed],
-        subject,
-        message,
-        since,
-        evidence,
-        None,
-        orphans,
-    )
+    found = new_finding(config, FindingType.CRD_REMOVED, subject_of(crd), message, since, evidence)
+    found.affected = orphans
+    return found
 
 
 GITOPS_RULES: Sequence[Rule] = (
