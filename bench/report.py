@@ -167,6 +167,11 @@ def render(machine: dict[str, Any], results: Sequence[dict[str, Any]]) -> str:
         results,
         [
             ("churn writes/s while probing", _num("stalewatch", "churn_writes_per_s", spec=",.0f")),
+            (
+                "a plain watch on the Pod sees the change, p50",
+                _ms("stalewatch", "detection", "watch_delivery_p50_seconds"),
+            ),
+            ("same, p99", _ms("stalewatch", "detection", "watch_delivery_p99_seconds")),
             ("/api/v1/findings p50", _ms("stalewatch", "detection", "findings_api_p50_seconds")),
             ("/api/v1/findings p99", _ms("stalewatch", "detection", "findings_api_p99_seconds")),
             ("/metrics p50", _ms("stalewatch", "detection", "metrics_p50_seconds")),
@@ -181,6 +186,10 @@ def render(machine: dict[str, Any], results: Sequence[dict[str, Any]]) -> str:
             (
                 "stalewatch bytes per held object above baseline",
                 lambda r: _fmt(per_object(r, base), ",.0f", " B"),
+            ),
+            (
+                "model's own bytes per object (tracemalloc, pipeline)",
+                _num("pipeline", "model_bytes_per_object", unit=" B"),
             ),
             ("kube-state-metrics RSS", _mib("ksm", "rss_bytes")),
             ("stalewatch RSS under churn", _mib("stalewatch", "rss_bytes_under_churn")),

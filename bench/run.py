@@ -109,12 +109,34 @@ def has_finding(document: bytes, pod: str) -> bool:
     return False
 
 
+async def watch_one_pod(churn: Churn, namespace: str, pod: str, opened: asyncio.Event) -> float:
+    """When a plain client watching just this Pod sees it change: the API server's own share
+    of the detection latency (PATCH accepted, committed, fanned out to watchers)."""
+    response = await churn.kube.api.call_api(
+        f"/api/v1/namespaces/{namespace}/pods",
+        "GET",
+        query_params=[("watch", "1"), ("fieldSelector", f"metadata.name={pod}")],
+        header_params={"Accept": "application/json"},
+        auth_settings=["BearerToken"],
+        _preload_content=False,
+    )
+    async with response:
+        async for line in response.content:
+            if opened.is_set() and b'"MODIFIED"' in line[:40]:
+                return time.time()
+            opened.set()  # the first line is the Pod as it is now (ADDED)
+    raise RuntimeError(f"watch on Pod {namespace}/{pod} ended early")
+
+
 async def detection(session: aiohttp.ClientSession, base: str, churn: Churn) -> dict[str, Any]:
     """Break one healthy Pod at a time while churn runs; time until the finding is served."""
     rng = random.Random(5)
-    api_latency, metrics_latency = [], []
+    delivery, api_latency, metrics_latency = [], [], []
     for _ in range(PROBES):
         namespace, pod = rng.choice([p for p in churn.pods if p not in churn.broken_pods])
+        opened = asyncio.Event()
+        watcher = asyncio.create_task(watch_one_pod(churn, namespace, pod, opened))
+        await asyncio.wait_for(opened.wait(), 30)
         sent = await churn.set_pod(namespace, pod, broken=True)
         marker = f'name="{pod}"'.encode()
         while True:
@@ -125,6 +147,7 @@ async def detection(session: aiohttp.ClientSession, base: str, churn: Churn) -> 
             if time.time() - sent > 30:
                 raise TimeoutError(f"no finding for Pod {namespace}/{pod} after 30s")
             await asyncio.sleep(0.02)
+        delivery.append(await asyncio.wait_for(watcher, 30) - sent)
         while True:
             _, body, _ = await procs.fetch(session, f"{base}/metrics")
             if any(line.startswith(b"stalewatch_finding{") and marker in line for line in body.split(b"\n")):
@@ -135,6 +158,8 @@ async def detection(session: aiohttp.ClientSession, base: str, churn: Churn) -> 
         await asyncio.sleep(0.3)
     return {
         "probes": PROBES,
+        "watch_delivery_p50_seconds": pct(delivery, 0.5),
+        "watch_delivery_p99_seconds": pct(delivery, 0.99),
         "findings_api_p50_seconds": pct(api_latency, 0.5),
         "findings_api_p99_seconds": pct(api_latency, 0.99),
         "metrics_p50_seconds": pct(metrics_latency, 0.5),
