@@ -30,7 +30,13 @@ from watcher.model.objects import (
     transition,
 )
 from watcher.model.types import ControllerHealth, ControllerSpec, HealthReason, Thresholds
-from watcher.model.workloads import WorkloadState, available_replicas, desired_replicas, pod_state
+from watcher.model.workloads import (
+    WorkloadState,
+    available_replicas,
+    desired_replicas,
+    owner_workload,
+    pod_state,
+)
 
 WORKLOAD_KINDS = ("Deployment", "StatefulSet")
 
@@ -99,32 +105,14 @@ def reconciles(spec: ControllerSpec, group: str, kind: str) -> bool:
 def owns_pod(
     workload: Mapping[str, Any], pod: Mapping[str, Any], lookup: Callable[[Key], Mapping[str, Any] | None]
 ) -> bool:
-    """The workload's selector matches the Pod and its ownerReferences (if any) lead back to it.
-
-    `lookup` finds the Pod's ReplicaSet; when it is not known, its name minus the
-    pod-template-hash suffix names the Deployment.
-    """
+    """The workload's selector matches the Pod and its ownerReferences (if any) lead back to it
+    (through its ReplicaSet, found with `lookup`; see owner_workload)."""
     selector = dig(workload, "spec", "selector", "matchLabels") or {}
     own = labels_of(pod)
     if not selector or any(own.get(k) != v for k, v in selector.items()):
         return False
-    name = workload["metadata"]["name"]
-    for ref in dig(pod, "metadata", "ownerReferences") or ():
-        if not ref.get("controller", False):
-            continue
-        if ref.get("kind") == "StatefulSet" or workload["kind"] == "StatefulSet":
-            return bool(ref.get("kind") == workload["kind"] and ref.get("name") == name)
-        if ref.get("kind") == "ReplicaSet":
-            replicaset = lookup(
-                Key("apps", "ReplicaSet", pod["metadata"].get("namespace", ""), ref.get("name", ""))
-            )
-            if replicaset is not None:
-                parents = dig(replicaset, "metadata", "ownerReferences") or ()
-                return any(p.get("kind") == "Deployment" and p.get("name") == name for p in parents)
-            template_hash = own.get("pod-template-hash", "")
-            return bool(template_hash) and ref.get("name") == f"{name}-{template_hash}"
-        return False
-    return True
+    owner = owner_workload(pod, lookup)
+    return owner is None or owner == key_of(workload)
 
 
 def find_lease(

@@ -25,7 +25,7 @@ from typing import Any
 from watcher.model.context import new_finding
 from watcher.model.controllers import ControllerState
 from watcher.model.flux import APPLIERS, FLUX_GROUPS, applied_revision, dependencies, inventory, source_key
-from watcher.model.graph import View, owner_workload, release_of
+from watcher.model.graph import View, release_of
 from watcher.model.objects import (
     Key,
     after,
@@ -39,7 +39,7 @@ from watcher.model.objects import (
 )
 from watcher.model.revisions import same_revision
 from watcher.model.types import Finding, FindingType, ModelConfig, Severity, Subject, rfc3339
-from watcher.model.workloads import describe_state, state_of
+from watcher.model.workloads import describe_state, owner_workload, state_of
 
 PRECEDENCE: Sequence[FindingType] = (
     FindingType.CRD_REMOVED,
@@ -193,7 +193,7 @@ def _releases(run: _Pass, own_pods: Mapping[Key, ControllerState]) -> None:
         obj = run.store.get(key)
         if obj is None or key in own_pods:
             continue
-        workload_key = owner_workload(run.store, obj) if key.kind == "Pod" else key
+        workload_key = owner_workload(obj, run.store.get) if key.kind == "Pod" else key
         workload = run.store.get(workload_key) if workload_key is not None else None
         owner_finding = (
             run.primary(workload_key) if workload_key is not None and workload_key != key else None

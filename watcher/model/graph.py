@@ -166,31 +166,6 @@ def links_of(obj: Mapping[str, Any]) -> set[tuple[str, Key]]:
 # -- Ownership ----------------------------------------------------------------------------------
 
 
-def owner_workload(view: View, pod: Mapping[str, Any]) -> Key | None:
-    """Pod -> ReplicaSet -> Deployment (or StatefulSet/DaemonSet/Job) via ownerReferences.
-
-    Without the ReplicaSet object, its name minus the pod-template-hash names the Deployment.
-    """
-    namespace = pod["metadata"].get("namespace", "")
-    for ref in dig(pod, "metadata", "ownerReferences") or ():
-        if not ref.get("controller", False) or not ref.get("name"):
-            continue
-        kind, name = ref.get("kind", ""), ref["name"]
-        if kind != "ReplicaSet":
-            return Key(group_of(ref.get("apiVersion", "")), kind, namespace, name)
-        replicaset = view.get(Key("apps", "ReplicaSet", namespace, name))
-        if replicaset is not None:
-            for parent in dig(replicaset, "metadata", "ownerReferences") or ():
-                if parent.get("kind") == "Deployment" and parent.get("name"):
-                    return Key("apps", "Deployment", namespace, parent["name"])
-            return Key("apps", "ReplicaSet", namespace, name)
-        template_hash = labels_of(pod).get("pod-template-hash", "")
-        if template_hash and name.endswith(f"-{template_hash}"):
-            return Key("apps", "Deployment", namespace, name[: -len(template_hash) - 1])
-        return Key("apps", "ReplicaSet", namespace, name)
-    return None
-
-
 def release_of(view: View, workload: Mapping[str, Any]) -> Key | None:
     """The HelmRelease or Kustomization that installed a workload.
 

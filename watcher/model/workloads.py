@@ -13,13 +13,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from watcher.model.context import Ctx
+from watcher.model.context import Ctx, Lookup
 from watcher.model.objects import (
+    Key,
     condition,
     describe,
     dig,
+    group_of,
     integer,
     is_deleting,
+    labels_of,
     spec_written_at,
     subject_of,
     text,
@@ -121,6 +124,31 @@ def pod_state(pod: Mapping[str, Any]) -> WorkloadState:
         message=(ready_cond or {}).get("message", ""),
         since=not_ready_since or created,
     )
+
+
+def owner_workload(pod: Mapping[str, Any], lookup: Lookup) -> Key | None:
+    """Pod -> ReplicaSet -> Deployment (or StatefulSet/DaemonSet/Job) via ownerReferences.
+
+    Without the ReplicaSet object, its name minus the pod-template-hash names the Deployment.
+    """
+    namespace = pod["metadata"].get("namespace", "")
+    for ref in dig(pod, "metadata", "ownerReferences") or ():
+        if not ref.get("controller", False) or not ref.get("name"):
+            continue
+        kind, name = ref.get("kind", ""), ref["name"]
+        if kind != "ReplicaSet":
+            return Key(group_of(ref.get("apiVersion", "")), kind, namespace, name)
+        replicaset = lookup(Key("apps", "ReplicaSet", namespace, name))
+        if replicaset is not None:
+            for parent in dig(replicaset, "metadata", "ownerReferences") or ():
+                if parent.get("kind") == "Deployment" and parent.get("name"):
+                    return Key("apps", "Deployment", namespace, parent["name"])
+            return Key("apps", "ReplicaSet", namespace, name)
+        template_hash = labels_of(pod).get("pod-template-hash", "")
+        if template_hash and name.endswith(f"-{template_hash}"):
+            return Key("apps", "Deployment", namespace, name[: -len(template_hash) - 1])
+        return Key("apps", "ReplicaSet", namespace, name)
+    return None
 
 
 def desired_replicas(workload: Mapping[str, Any]) -> int:
