@@ -1,9 +1,10 @@
-"""The object store and its graph: who sources, depends on, owns and installs whom.
+"""The object store and its graph: who sources, applies and installs whom.
 
-Edges are derived from each object alone (sourceRef, dependsOn, inventory entries,
-Helm release names, ownerReferences); the store keeps a reverse index per edge kind
-so that an event touches only its neighbours and a question such as "which
-Kustomizations use this GitRepository?" costs O(answer), never O(cluster).
+Edges are derived from each object alone (sourceRef/chartRef, inventory entries, Helm
+release names); the store keeps a reverse index per edge kind so that an event touches
+only its neighbours and a question such as "which Kustomizations use this
+GitRepository?" costs O(answer), never O(cluster). Forward edges (dependsOn,
+ownerReferences) are read from the object itself when needed.
 
 Kinds the watcher currently cannot see (RBAC 403, API server down) are *blind*: the
 store answers as if they did not exist, so no rule reasons from last-known data.
@@ -19,13 +20,12 @@ from watcher.model.flux import (
     APPLIERS,
     HELM_GROUP,
     KUSTOMIZE_GROUP,
-    dependencies,
     inventory,
     release_key,
     release_keys,
     source_key,
 )
-from watcher.model.objects import Key, annotations_of, dig, group_of, key_of, labels_of
+from watcher.model.objects import Key, annotations_of, group_of, key_of, labels_of
 
 
 def _links(obj: Mapping[str, Any]) -> dict[str, set[Key]]:
@@ -36,8 +36,6 @@ def _links(obj: Mapping[str, Any]) -> dict[str, set[Key]]:
         source = source_key(obj)
         if source is not None:
             links["source"] = {source}
-    if dig(obj, "spec", "dependsOn"):
-        links["depends"] = set(dependencies(obj))
     if kind == "Kustomization" and group == KUSTOMIZE_GROUP:
         links["inventory"] = set(inventory(obj))
     if kind == "HelmRelease" and group == HELM_GROUP:
@@ -64,9 +62,6 @@ class Store:
     def raw(self, key: Key) -> Mapping[str, Any] | None:
         """Ignoring blindness: for bookkeeping (deletes, relists), never for judging."""
         return self._objects.get(key)
-
-    def __len__(self) -> int:
-        return len(self._objects)
 
     def put(self, obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
         """Insert or replace; returns the previous version."""
@@ -111,9 +106,6 @@ class Store:
     def kinds(self) -> Iterator[tuple[str, str]]:
         return iter(list(self._by_kind))
 
-    def of_kind(self, group: str, kind: str) -> set[Key]:
-        return self._by_kind.get((group, kind), set()) if kind not in self.blind else set()
-
     def raw_of_kind(self, group: str, kind: str) -> set[Key]:
         return set(self._by_kind.get((group, kind), set()))
 
@@ -123,7 +115,7 @@ class Store:
         return [self._objects[k] for k in self._by_namespace.get((group, kind, namespace), ())]
 
     def referrers(self, edge: str, target: Key) -> set[Key]:
-        """Objects with an `edge` ("source", "depends", "inventory", "release") to `target`."""
+        """Objects with an `edge` ("source", "inventory", "release") to `target`."""
         found = self._reverse[edge].get(target)
         if not found:
             return set()

@@ -111,11 +111,6 @@ def is_true(obj: Mapping[str, Any], kind: str) -> bool:
     return cond is not None and cond["status"] == "True"
 
 
-def is_false(obj: Mapping[str, Any], kind: str) -> bool:
-    cond = condition(obj, kind)
-    return cond is not None and cond["status"] == "False"
-
-
 def parse_time(value: object) -> datetime | None:
     """RFC3339 (with or without fraction, `Z` or offset) to an aware UTC datetime; else None."""
     if not isinstance(value, str) or not value:
