@@ -25,17 +25,8 @@ from typing import Any
 from kubernetes_asyncio import config as kube_config
 from kubernetes_asyncio.client import ApiClient, Configuration
 
-from bench.workload import (
-    CONTROLLERS,
-    FIELD_MANAGERS,
-    FLUX_MANAGER,
-    FLUX_NS,
-    PHASES,
-    Cluster,
-    Obj,
-    rfc3339,
-    sha,
-)
+from bench.kinds import CONTROLLERS, FLUX_NS, Obj, rfc3339, sha
+from bench.workload import FIELD_MANAGERS, FLUX_MANAGER, PHASES, Cluster
 from tests.kubeclient import Kube, KubeError
 
 CONCURRENCY = 48

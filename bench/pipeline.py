@@ -52,7 +52,7 @@ MODELS = {
 
 def flux_resources() -> list[Resource]:
     """The custom kinds the benchmark creates, where the test CRDs serve them."""
-    from bench.workload import API_VERSIONS
+    from bench.kinds import API_VERSIONS
 
     out = []
     for kind, api_version in API_VERSIONS.items():

@@ -19,7 +19,7 @@ from typing import Any
 import aiohttp
 import yaml
 
-from bench.workload import API_VERSIONS
+from bench.kinds import API_VERSIONS
 
 ROOT = Path(__file__).resolve().parent.parent
 TICKS = os.sysconf("SC_CLK_TCK")

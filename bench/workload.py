@@ -12,24 +12,14 @@ Everything is deterministic for a size and seed, so runs compare like with like.
 
 from __future__ import annotations
 
-import hashlib
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
-Obj = dict[str, Any]
-
-FLUX_NS = "flux-system"
-CONTROLLERS = (
-    "source-controller",
-    "kustomize-controller",
-    "helm-controller",
-    "notification-controller",
-    "tofu-controller",
-)
-"""Controller workloads in flux-system, each with a Deployment, ReplicaSet, Pod and leader Lease."""
+from bench.gitops import GitOps
+from bench.kinds import API_VERSIONS, CONTROLLERS, FLUX_NS, Obj, rfc3339, sha
 
 MIX: dict[str, float] = {
     "Pod": 0.80,
@@ -48,22 +38,6 @@ MIX: dict[str, float] = {
 }
 """Share of each kind in the total (before the fixed flux-system controllers and namespaces)."""
 
-API_VERSIONS: dict[str, str] = {
-    "Namespace": "v1",
-    "Pod": "v1",
-    "Event": "v1",
-    "Deployment": "apps/v1",
-    "ReplicaSet": "apps/v1",
-    "Lease": "coordination.k8s.io/v1",
-    "GitRepository": "source.toolkit.fluxcd.io/v1",
-    "OCIRepository": "source.toolkit.fluxcd.io/v1",
-    "HelmRepository": "source.toolkit.fluxcd.io/v1",
-    "Bucket": "source.toolkit.fluxcd.io/v1",
-    "HelmChart": "source.toolkit.fluxcd.io/v1",
-    "Kustomization": "kustomize.toolkit.fluxcd.io/v1",
-    "HelmRelease": "helm.toolkit.fluxcd.io/v2",
-    "Terraform": "infra.contrib.fluxcd.io/v1alpha2",
-}
 
 PHASES: tuple[tuple[str, ...], ...] = (
     ("Namespace",),
@@ -86,21 +60,13 @@ FIELD_MANAGERS: dict[str, tuple[str, str]] = {
 FLUX_MANAGER = ("kustomize-controller", "gotk-controller")
 
 
-def sha(*parts: object) -> str:
-    return hashlib.sha1("/".join(map(str, parts)).encode()).hexdigest()
-
-
-def rfc3339(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def counts(size: int) -> dict[str, int]:
     """Objects per kind for a cluster of about `size` objects (at least one of each)."""
     return {kind: max(1, round(size * share)) for kind, share in MIX.items()}
 
 
 @dataclass
-class Cluster:
+class Cluster(GitOps):
     """Builds the objects of one benchmark cluster; `uids` is filled in as phases are created."""
 
     size: int
@@ -375,265 +341,6 @@ class Cluster:
                 "source": {"component": "kubelet", "host": f"node-{i % 200:03d}"},
                 "reportingComponent": "kubelet",
                 "reportingInstance": f"node-{i % 200:03d}",
-            }
-
-    # -- Flux and tofu-controller ------------------------------------------------------------
-
-    def git_revision(self, name: str, step: int = 0) -> str:
-        return f"main@sha1:{sha(name, step)}"
-
-    def _cond(self, kind: str, status: str, reason: str, message: str, generation: int | None = None) -> Obj:
-        out: Obj = {
-            "type": kind,
-            "status": status,
-            "reason": reason,
-            "message": message,
-            "lastTransitionTime": self.ago(hours=2),
-        }
-        if generation is not None:
-            out["observedGeneration"] = generation
-        return out
-
-    def _source(self, kind: str, name: str, namespace: str, spec: Obj, revision: str) -> Obj:
-        return {
-            "apiVersion": API_VERSIONS[kind],
-            "kind": kind,
-            "metadata": {
-                "name": name,
-                "namespace": namespace,
-                "generation": 1,
-                "finalizers": ["finalizers.fluxcd.io"],
-            },
-            "spec": {"interval": "5m", "timeout": "60s", **spec},
-            "status": {
-                "observedGeneration": 1,
-                "conditions": [
-                    self._cond("Ready", "True", "Succeeded", f"stored artifact for revision '{revision}'", 1),
-                    self._cond(
-                        "ArtifactInStorage",
-                        "True",
-                        "Succeeded",
-                        f"stored artifact for revision '{revision}'",
-                        1,
-                    ),
-                ],
-                "artifact": {
-                    "revision": revision,
-                    "digest": f"sha256:{sha(revision)}{sha(name)[:24]}",
-                    "lastUpdateTime": self.ago(hours=1),
-                    "path": f"{kind.lower()}/{namespace}/{name}/{sha(revision)}.tar.gz",
-                    "url": f"http://source-controller.flux-system.svc.cluster.local./{kind.lower()}/{namespace}/{name}/{sha(revision)}.tar.gz",
-                    "size": 40960,
-                },
-                "url": f"http://source-controller.flux-system.svc.cluster.local./{kind.lower()}/{namespace}/{name}/latest.tar.gz",
-            },
-        }
-
-    def _gitrepositorys(self) -> Iterator[Obj]:
-        for i in range(self.count["GitRepository"]):
-            name = f"repo-{i:04d}"
-            spec = {
-                "url": f"ssh://git@github.com/acme/{name}",
-                "ref": {"branch": "main"},
-                "secretRef": {"name": "git"},
-            }
-            yield self._source("GitRepository", name, self.ns(i), spec, self.git_revision(name))
-
-    def _ocirepositorys(self) -> Iterator[Obj]:
-        for i in range(self.count["OCIRepository"]):
-            name = f"oci-{i:04d}"
-            spec = {"url": f"oci://ghcr.io/acme/manifests/{name}", "ref": {"tag": "latest"}}
-            yield self._source(
-                "OCIRepository", name, self.ns(i), spec, f"latest@sha256:{sha(name)}{sha(i)[:24]}"
-            )
-
-    def _helmrepositorys(self) -> Iterator[Obj]:
-        for i in range(self.count["HelmRepository"]):
-            name = f"charts-{i:04d}"
-            spec = {"url": f"https://charts.acme.example/{name}", "type": "default"}
-            yield self._source("HelmRepository", name, self.ns(i), spec, f"sha256:{sha(name)}{sha(i)[:24]}")
-
-    def _buckets(self) -> Iterator[Obj]:
-        for i in range(self.count["Bucket"]):
-            name = f"bucket-{i:04d}"
-            spec = {"bucketName": name, "endpoint": "s3.amazonaws.com", "provider": "aws"}
-            yield self._source("Bucket", name, self.ns(i), spec, f"sha256:{sha(name)}{sha(i)[:24]}")
-
-    def repo(self, i: int) -> tuple[str, str]:
-        """(namespace, name) of the GitRepository the i-th Kustomization or Terraform applies."""
-        j = i % self.count["GitRepository"]
-        return self.ns(j), f"repo-{j:04d}"
-
-    def _releases(self) -> Iterator[tuple[str, str, str, str]]:
-        """(namespace, name, chart namespace, HelmRepository) per HelmRelease: as helm-controller
-        does, its HelmChart lives beside the HelmRepository, named <namespace>-<release>."""
-        for i in range(self.count["HelmRelease"]):
-            j = i % self.count["HelmRepository"]
-            yield self.ns(i), f"release-{i:05d}", self.ns(j), f"charts-{j:04d}"
-
-    def _helmcharts(self) -> Iterator[Obj]:
-        for namespace, release, chart_ns, charts in self._releases():
-            spec = {
-                "chart": "podinfo",
-                "version": "6.x",
-                "sourceRef": {"kind": "HelmRepository", "name": charts},
-            }
-            chart = self._source("HelmChart", f"{namespace}-{release}", chart_ns, spec, "6.5.4")
-            chart["status"]["conditions"][0]["message"] = "pulled 'podinfo' chart with version '6.5.4'"
-            yield chart
-
-    def _kustomizations(self) -> Iterator[Obj]:
-        apps = self._deployment_names()[len(CONTROLLERS) :]
-        for i in range(self.count["Kustomization"]):
-            name, namespace = f"ks-{i:05d}", self.ns(i)
-            repo_ns, repo = self.repo(i)
-            revision = self.git_revision(repo)
-            depends = (
-                [{"name": f"ks-{i - len(self.namespaces):05d}"}]
-                if i % 5 and i >= len(self.namespaces)
-                else []
-            )
-            entries = [
-                {"id": f"{ns}_{app}_apps_Deployment", "v": "v1"}
-                for ns, app, _ in apps[i % len(apps) :: len(apps) // 8 + 1]
-            ] + [{"id": f"{namespace}_{name}-config__ConfigMap", "v": "v1"}]
-            yield {
-                "apiVersion": API_VERSIONS["Kustomization"],
-                "kind": "Kustomization",
-                "metadata": {
-                    "name": name,
-                    "namespace": namespace,
-                    "generation": 1,
-                    "finalizers": ["finalizers.fluxcd.io"],
-                },
-                "spec": {
-                    "interval": "10m",
-                    "retryInterval": "2m",
-                    "path": f"./clusters/prod/{name}",
-                    "prune": True,
-                    "wait": True,
-                    "timeout": "5m",
-                    "sourceRef": {"kind": "GitRepository", "name": repo, "namespace": repo_ns},
-                    "dependsOn": depends,
-                },
-                "status": {
-                    "observedGeneration": 1,
-                    "lastAppliedRevision": revision,
-                    "lastAttemptedRevision": revision,
-                    "conditions": [
-                        self._cond(
-                            "Ready", "True", "ReconciliationSucceeded", f"Applied revision: {revision}", 1
-                        )
-                    ],
-                    "inventory": {"entries": entries},
-                },
-            }
-
-    def _helmreleases(self) -> Iterator[Obj]:
-        for namespace, release, chart_ns, charts in self._releases():
-            upgraded = f"Helm upgrade succeeded for release {namespace}/{release}.v3 with chart podinfo@6.5.4"
-            history = [
-                {
-                    "name": release,
-                    "namespace": namespace,
-                    "version": v,
-                    "status": "deployed" if v == 3 else "superseded",
-                    "chartName": "podinfo",
-                    "chartVersion": "6.5.4",
-                    "appVersion": "6.5.4",
-                    "configDigest": f"sha256:{sha(release, v)}",
-                    "digest": f"sha256:{sha(release, 'd', v)}",
-                    "firstDeployed": self.ago(days=3),
-                    "lastDeployed": self.ago(days=3 - v),
-                }
-                for v in (3, 2, 1)
-            ]
-            yield {
-                "apiVersion": API_VERSIONS["HelmRelease"],
-                "kind": "HelmRelease",
-                "metadata": {
-                    "name": release,
-                    "namespace": namespace,
-                    "generation": 1,
-                    "finalizers": ["finalizers.fluxcd.io"],
-                },
-                "spec": {
-                    "interval": "10m",
-                    "chart": {
-                        "spec": {
-                            "chart": "podinfo",
-                            "version": "6.x",
-                            "sourceRef": {"kind": "HelmRepository", "name": charts, "namespace": chart_ns},
-                        }
-                    },
-                    "values": {"replicaCount": 2, "ingress": {"enabled": False}},
-                },
-                "status": {
-                    "observedGeneration": 1,
-                    "helmChart": f"{chart_ns}/{namespace}-{release}",
-                    "lastAttemptedRevision": "6.5.4",
-                    "lastAttemptedConfigDigest": f"sha256:{sha(release, 3)}",
-                    "lastAttemptedGeneration": 1,
-                    "conditions": [
-                        self._cond(
-                            "Ready",
-                            "True",
-                            "UpgradeSucceeded",
-                            upgraded,
-                            1,
-                        ),
-                        self._cond(
-                            "Released",
-                            "True",
-                            "UpgradeSucceeded",
-                            upgraded,
-                            1,
-                        ),
-                    ],
-                    "history": history,
-                },
-            }
-
-    def _terraforms(self) -> Iterator[Obj]:
-        for i in range(self.count["Terraform"]):
-            name, namespace = f"tf-{i:05d}", self.ns(i)
-            repo_ns, repo = self.repo(i)
-            revision = self.git_revision(repo)
-            yield {
-                "apiVersion": API_VERSIONS["Terraform"],
-                "kind": "Terraform",
-                "metadata": {
-                    "name": name,
-                    "namespace": namespace,
-                    "generation": 1,
-                    "finalizers": ["finalizers.tf.contrib.fluxcd.io"],
-                },
-                "spec": {
-                    "interval": "1h",
-                    "approvePlan": "auto",
-                    "path": f"./infra/{name}",
-                    "sourceRef": {"kind": "GitRepository", "name": repo, "namespace": repo_ns},
-                    "writeOutputsToSecret": {"name": f"{name}-outputs"},
-                },
-                "status": {
-                    "observedGeneration": 1,
-                    "lastAppliedRevision": revision,
-                    "lastAttemptedRevision": revision,
-                    "lastPlannedRevision": revision,
-                    "conditions": [
-                        self._cond(
-                            "Ready", "True", "TerraformAppliedSucceed", f"Applied successfully: {revision}", 1
-                        ),
-                        self._cond(
-                            "Apply", "True", "TerraformAppliedSucceed", f"Applied successfully: {revision}", 1
-                        ),
-                        self._cond(
-                            "Plan", "True", "TerraformPlannedWithChanges", f"Plan generated: {revision}", 1
-                        ),
-                    ],
-                    "plan": {"pending": "", "lastApplied": f"plan-{revision}"},
-                    "availableOutputs": ["vpc_id", "subnet_ids"],
-                },
             }
 
 

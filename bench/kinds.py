@@ -1,0 +1,44 @@
+"""Shared by the benchmark's builders: API versions per kind, stable fake hashes, timestamps."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from typing import Any
+
+Obj = dict[str, Any]
+
+FLUX_NS = "flux-system"
+CONTROLLERS = (
+    "source-controller",
+    "kustomize-controller",
+    "helm-controller",
+    "notification-controller",
+    "tofu-controller",
+)
+"""Controller workloads in flux-system, each with a Deployment, ReplicaSet, Pod and leader Lease."""
+
+API_VERSIONS: dict[str, str] = {
+    "Namespace": "v1",
+    "Pod": "v1",
+    "Event": "v1",
+    "Deployment": "apps/v1",
+    "ReplicaSet": "apps/v1",
+    "Lease": "coordination.k8s.io/v1",
+    "GitRepository": "source.toolkit.fluxcd.io/v1",
+    "OCIRepository": "source.toolkit.fluxcd.io/v1",
+    "HelmRepository": "source.toolkit.fluxcd.io/v1",
+    "Bucket": "source.toolkit.fluxcd.io/v1",
+    "HelmChart": "source.toolkit.fluxcd.io/v1",
+    "Kustomization": "kustomize.toolkit.fluxcd.io/v1",
+    "HelmRelease": "helm.toolkit.fluxcd.io/v2",
+    "Terraform": "infra.contrib.fluxcd.io/v1alpha2",
+}
+
+
+def sha(*parts: object) -> str:
+    return hashlib.sha1("/".join(map(str, parts)).encode()).hexdigest()
+
+
+def rfc3339(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
