@@ -150,3 +150,9 @@ async def sleep_or_wake(wake: asyncio.Event, delay: float) -> None:
     """Sleep `delay` seconds, or less if `wake` is set meanwhile."""
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(wake.wait(), timeout=max(0.0, delay))
+
+
+def describe_error(error: BaseException) -> str:
+    """`Type: message` (or just the type) for one log field."""
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__

@@ -22,7 +22,8 @@ from typing import Any
 
 import aiohttp
 
-from watcher.kube.client import CONNECTION_ERRORS, get
+from watcher.kube.client import CONNECTION_ERRORS, describe_error, get
+from watcher.kube.discovery import DiscoveryError, discover
 from watcher.kube.reflector import Link, Reflector, Sink, WatchOptions
 from watcher.kube.resources import BUILT_IN, CRDS, Resource, crd_resource, wanted
 from watcher.logs import fields, get_logger
@@ -30,6 +31,8 @@ from watcher.model.types import ControllerSpec
 from watcher.telemetry import KindKey, Telemetry
 
 log = get_logger("kube")
+
+_DISCOVERY_ERRORS: tuple[type[BaseException], ...] = (*CONNECTION_ERRORS, DiscoveryError)
 
 
 class ClusterWatcher:
@@ -54,7 +57,10 @@ class ClusterWatcher:
         self._running: dict[KindKey, tuple[Reflector, asyncio.Task[None]]] = {}
         self._custom: dict[str, Resource] = {}
         """CRD name -> the resource we watch for it."""
+        self._discovered: dict[KindKey, Resource] = {}
+        """Kinds found through API discovery (while CRDs are forbidden) and not adopted by a CRD."""
         self._probe: asyncio.Task[None] | None = None
+        self._discovery: asyncio.Task[None] | None = None
         self.link = Link(telemetry, self._reachability_changed)
 
     def watched(self) -> list[Resource]:
@@ -69,8 +75,7 @@ class ClusterWatcher:
     async def stop(self) -> None:
         """Cancel every watch and the probe, and wait for them to close their streams."""
         tasks = [task for _, task in self._running.values()]
-        if self._probe is not None:
-            tasks.append(self._probe)
+        tasks += [task for task in (self._probe, self._discovery) if task is not None]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -131,6 +136,9 @@ class ClusterWatcher:
 
     def notify(self) -> None:
         self._sink.notify()
+        crds = self._telemetry.kinds.get(CRDS.key)
+        if crds is not None and crds.forbidden and self._discovery is None:
+            self._discovery = asyncio.create_task(self._discovery_loop(), name="stalewatch discovery")
 
     def _reconcile_crd(self, name: str, crd: dict[str, Any] | None) -> None:
         """Watch the kind this CRD serves if we want it, and nothing for it otherwise."""
@@ -138,6 +146,8 @@ class ClusterWatcher:
         if resource is not None and not wanted(self._controllers, resource.group, resource.kind):
             resource = None
         current = self._custom.get(name)
+        if current is None and resource is not None and resource.key in self._discovered:
+            current = self._custom[name] = self._discovered.pop(resource.key)  # now backed by its CRD
         if resource == current:
             return
         if current is not None:
@@ -147,6 +157,34 @@ class ClusterWatcher:
         if resource is not None and resource.key not in self._running:
             self._custom[name] = resource
             self._start(resource, self._sink)
+
+    # -- Discovery, while CRDs are forbidden ------------------------------------------------
+
+    async def _discovery_loop(self) -> None:
+        """Find custom kinds through API discovery for as long as CRDs cannot be listed."""
+        log.warning("cannot list CustomResourceDefinitions: finding custom kinds through API discovery")
+        limits = aiohttp.ClientTimeout(total=self._options.request_timeout)
+        try:
+            while (crds := self._telemetry.kinds.get(CRDS.key)) is not None and crds.forbidden:
+                try:
+                    found = await discover(self._api, self._controllers, limits=limits)
+                except _DISCOVERY_ERRORS as error:
+                    log.warning("API discovery failed", extra=fields(error=describe_error(error)))
+                else:
+                    self._reconcile_discovered(found)
+                await asyncio.sleep(self._options.forbidden_retry)
+        finally:
+            self._discovery = None
+
+    def _reconcile_discovered(self, found: dict[KindKey, Resource]) -> None:
+        for key, resource in list(self._discovered.items()):
+            if found.get(key) != resource:
+                del self._discovered[key]
+                self._stop(resource, "no longer served (API discovery)")
+        for key, resource in found.items():
+            if key not in self._running:
+                self._discovered[key] = resource
+                self._start(resource, self._sink)
 
     # -- Reachability ----------------------------------------------------------------------
 

@@ -24,7 +24,15 @@ from typing import Any, Protocol
 import aiohttp
 import orjson
 
-from watcher.kube.client import CONNECTION_ERRORS, Backoff, classify, get, retry_after, sleep_or_wake
+from watcher.kube.client import (
+    CONNECTION_ERRORS,
+    Backoff,
+    classify,
+    describe_error,
+    get,
+    retry_after,
+    sleep_or_wake,
+)
 from watcher.kube.resources import Resource
 from watcher.logs import fields, get_logger
 from watcher.model.projection import MalformedObject, project
@@ -96,7 +104,7 @@ class Link:
     def lost(self, error: BaseException) -> None:
         if self._telemetry.up:
             self._telemetry.up = False
-            log.warning("API server unreachable", extra=fields(error=_describe(error)))
+            log.warning("API server unreachable", extra=fields(error=describe_error(error)))
             self._on_change(False)
 
 
@@ -230,7 +238,7 @@ class Reflector:
         except CONNECTION_ERRORS as error:
             counter["connection_error"] = counter.get("connection_error", 0) + 1
             self._link.lost(error)
-            raise _Retry("connection_error", _describe(error)) from None
+            raise _Retry("connection_error", describe_error(error)) from None
         self._link.reached()
         result = classify(response.status)
         counter[result] = counter.get(result, 0) + 1
@@ -273,7 +281,7 @@ class Reflector:
             try:
                 page = orjson.loads(await response.read())
             except _UNREADABLE as error:
-                raise _Retry("decode_error", f"list page unreadable: {_describe(error)}") from None
+                raise _Retry("decode_error", f"list page unreadable: {describe_error(error)}") from None
             finally:
                 response.release()
             for item in page.get("items") or ():
@@ -335,7 +343,7 @@ class Reflector:
                 raise _Interrupted from None
             reason = "timeout" if watchdog.done() else "connection"
             self.stats.watch_errors[reason] += 1
-            raise _Retry(reason, f"watch stream broke: {_describe(error)}") from None
+            raise _Retry(reason, f"watch stream broke: {describe_error(error)}") from None
         finally:
             settle.cancel()
             watchdog.cancel()
@@ -401,7 +409,7 @@ class Reflector:
                 raise TypeError("type or object missing")
         except (orjson.JSONDecodeError, KeyError, TypeError) as error:
             self.stats.watch_errors["decode"] += 1
-            raise _Retry("decode", f"unreadable watch event: {_describe(error)}") from None
+            raise _Retry("decode", f"unreadable watch event: {describe_error(error)}") from None
         stats = self.stats
         stats.events[kind] += 1
         stats.last_event = time.time()
@@ -504,8 +512,3 @@ def _status_message(body: bytes) -> str:
         pass
     text = body.decode(errors="replace").strip()
     return text.splitlines()[0][:300] if text else ""
-
-
-def _describe(error: BaseException) -> str:
-    text = str(error).strip()
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
