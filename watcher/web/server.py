@@ -84,8 +84,8 @@ async def readyz(request: web.Request) -> web.Response:
 
 async def findings(request: web.Request) -> web.Response:
     telemetry, evaluation = request.app[TELEMETRY], request.app[SOURCE]()
-    status = watch_status(telemetry)
-    body = await asyncio.to_thread(findings_document, evaluation, status)
+    counts = {"objects": telemetry.objects(), "load_errors": telemetry.malformed_now()}
+    body = await asyncio.to_thread(findings_document, evaluation, watch_status(telemetry), **counts)
     return web.Response(body=body, content_type="application/json")
 
 
@@ -106,21 +106,19 @@ def watch_status(telemetry: Telemetry) -> dict[str, Any]:
         "stale": telemetry.stale,
         "forbidden_kinds": [{"group": g, "kind": k} for g, k in telemetry.forbidden()],
         "unsynced_kinds": telemetry.unsynced(),
-        "objects": telemetry.objects(),
-        "load_errors": telemetry.malformed_now(),
     }
 
 
-def findings_document(evaluation: Evaluation | None, status: dict[str, Any]) -> bytes:
+def findings_document(
+    evaluation: Evaluation | None, status: dict[str, Any], *, objects: int, load_errors: int
+) -> bytes:
     """`{"findings": [...], "summary": {...}}` as `analyze --output json` writes it, plus the
-    watch status. Before the first evaluation: no findings, and the summary says stale."""
+    watch status. `objects` are those watched; `load_errors` those skipped as malformed.
+    Before the first evaluation: no findings, and the summary says stale."""
     if evaluation is None:
         evaluation = Evaluation(datetime.now(UTC), [], [], [], [])
     document = {
         "findings": [finding.to_dict() for finding in evaluation.findings],
-        "summary": {
-            **summary(evaluation, objects=status["objects"], load_errors=status["load_errors"]),
-            **status,
-        },
+        "summary": {**summary(evaluation, objects=objects, load_errors=load_errors), **status},
     }
     return orjson.dumps(document, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
