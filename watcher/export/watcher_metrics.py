@@ -9,7 +9,7 @@ The core API group is the empty string in the `group` label, as in Kubernetes it
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TypeVar
+from dataclasses import dataclass
 
 from prometheus_client.metrics_core import (
     CounterMetricFamily,
@@ -18,28 +18,80 @@ from prometheus_client.metrics_core import (
     Metric,
 )
 
-from watcher.telemetry import KindKey, KindStats, Telemetry
+from watcher.telemetry import KindStats, Telemetry
 
 KIND = ("group", "kind")
-_F = TypeVar("_F", GaugeMetricFamily, CounterMetricFamily)
 
-NAMES = (
-    "stalewatch_up",
-    "stalewatch_synced",
-    "stalewatch_kind_synced",
-    "stalewatch_kind_forbidden",
-    "stalewatch_list_requests",
-    "stalewatch_watch_requests",
-    "stalewatch_relists",
-    "stalewatch_watch_gone",
-    "stalewatch_watch_errors",
-    "stalewatch_events",
-    "stalewatch_last_event_timestamp_seconds",
-    "stalewatch_malformed_objects",
-    "stalewatch_watched_objects",
-    "stalewatch_evaluation_duration_seconds",
+
+@dataclass(frozen=True, slots=True)
+class PerKind:
+    """A family with one series per watched kind, or per kind and `label` value when `by` is set."""
+
+    name: str
+    counter: bool
+    help: str
+    value: Callable[[KindStats], float | Mapping[str, int] | None]
+    by: str = ""
+
+
+PER_KIND: tuple[PerKind, ...] = (
+    PerKind(
+        "stalewatch_kind_synced",
+        False,
+        "1 once this kind has finished its initial list.",
+        lambda s: float(s.synced),
+    ),
+    PerKind(
+        "stalewatch_kind_forbidden",
+        False,
+        "1 while the API server answers 403 Forbidden for this kind (RBAC).",
+        lambda s: float(s.forbidden),
+    ),
+    PerKind("stalewatch_list_requests", True, "List calls, by result.", lambda s: s.list_requests, "result"),
+    PerKind(
+        "stalewatch_watch_requests", True, "Watch calls, by result.", lambda s: s.watch_requests, "result"
+    ),
+    PerKind("stalewatch_relists", True, "Full relists, by what forced them.", lambda s: s.relists, "reason"),
+    PerKind(
+        "stalewatch_watch_gone",
+        True,
+        "Watches that expired with 410 Gone (normal; each forces a relist).",
+        lambda s: float(s.watch_gone),
+    ),
+    PerKind(
+        "stalewatch_watch_errors",
+        True,
+        "Watches that failed for any other reason.",
+        lambda s: s.watch_errors,
+        "reason",
+    ),
+    PerKind(
+        "stalewatch_events",
+        True,
+        "Watch events received (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR).",
+        lambda s: s.events,
+        "type",
+    ),
+    PerKind(
+        "stalewatch_last_event_timestamp_seconds",
+        False,
+        "Unix time of the last watch event of this kind (bookmarks included).",
+        lambda s: s.last_event,
+    ),
+    PerKind(
+        "stalewatch_malformed_objects",
+        True,
+        "Objects that could not be read (skipped, the rest goes on); once per object version.",
+        lambda s: float(s.malformed),
+    ),
+    PerKind(
+        "stalewatch_watched_objects",
+        False,
+        "Objects of this kind in stalewatch's cache.",
+        lambda s: float(s.objects),
+    ),
 )
-"""Counters without their `_total` suffix, which the exposition adds."""
+"""In exposition order. Counter names lack their `_total` suffix, which the exposition adds."""
 
 
 class WatcherCollector:
@@ -65,95 +117,18 @@ def _families(telemetry: Telemetry) -> Iterator[Metric]:
         "1 once every watched kind has finished its initial list.",
         value=float(telemetry.synced),
     )
-    yield _per_kind(
-        GaugeMetricFamily(
-            "stalewatch_kind_synced", "1 once this kind has finished its initial list.", labels=KIND
-        ),
-        kinds,
-        lambda s: float(s.synced),
-    )
-    yield _per_kind(
-        GaugeMetricFamily(
-            "stalewatch_kind_forbidden",
-            "1 while the API server answers 403 Forbidden for this kind (RBAC).",
-            labels=KIND,
-        ),
-        kinds,
-        lambda s: float(s.forbidden),
-    )
-    yield _by_label(
-        CounterMetricFamily(
-            "stalewatch_list_requests", "List calls, by result.", labels=(*KIND, "result")
-        ),
-        kinds,
-        lambda s: s.list_requests,
-    )
-    yield _by_label(
-        CounterMetricFamily(
-            "stalewatch_watch_requests", "Watch calls, by result.", labels=(*KIND, "result")
-        ),
-        kinds,
-        lambda s: s.watch_requests,
-    )
-    yield _by_label(
-        CounterMetricFamily(
-            "stalewatch_relists", "Full relists, by what forced them.", labels=(*KIND, "reason")
-        ),
-        kinds,
-        lambda s: s.relists,
-    )
-    yield _per_kind(
-        CounterMetricFamily(
-            "stalewatch_watch_gone",
-            "Watches that expired with 410 Gone (normal; each forces a relist).",
-            labels=KIND,
-        ),
-        kinds,
-        lambda s: float(s.watch_gone),
-    )
-    yield _by_label(
-        CounterMetricFamily(
-            "stalewatch_watch_errors",
-            "Watches that failed for any other reason.",
-            labels=(*KIND, "reason"),
-        ),
-        kinds,
-        lambda s: s.watch_errors,
-    )
-    yield _by_label(
-        CounterMetricFamily(
-            "stalewatch_events",
-            "Watch events received (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR).",
-            labels=(*KIND, "type"),
-        ),
-        kinds,
-        lambda s: s.events,
-    )
-    last = GaugeMetricFamily(
-        "stalewatch_last_event_timestamp_seconds",
-        "Unix time of the last watch event of this kind (bookmarks included).",
-        labels=KIND,
-    )
-    for (group, kind), stats in kinds:
-        if stats.last_event is not None:
-            last.add_metric([group, kind], stats.last_event)
-    yield last
-    yield _per_kind(
-        CounterMetricFamily(
-            "stalewatch_malformed_objects",
-            "Objects that could not be read (skipped, the rest goes on); once per object version.",
-            labels=KIND,
-        ),
-        kinds,
-        lambda s: float(s.malformed),
-    )
-    yield _per_kind(
-        GaugeMetricFamily(
-            "stalewatch_watched_objects", "Objects of this kind in stalewatch's cache.", labels=KIND
-        ),
-        kinds,
-        lambda s: float(s.objects),
-    )
+    for spec in PER_KIND:
+        labels = (*KIND, spec.by) if spec.by else KIND
+        family_type = CounterMetricFamily if spec.counter else GaugeMetricFamily
+        family = family_type(spec.name, spec.help, labels=labels)
+        for (group, kind), stats in kinds:
+            value = spec.value(stats)
+            if isinstance(value, Mapping):  # a copy first: the event loop may be counting
+                for label, count in sorted(dict(value).items()):
+                    family.add_metric([group, kind, label], float(count))
+            elif value is not None:
+                family.add_metric([group, kind], value)
+        yield family
     histogram = telemetry.evaluation
     yield HistogramMetricFamily(
         "stalewatch_evaluation_duration_seconds",
@@ -161,21 +136,3 @@ def _families(telemetry: Telemetry) -> Iterator[Metric]:
         buckets=[(bound, float(count)) for bound, count in histogram.cumulative()],
         sum_value=histogram.total,
     )
-
-
-def _per_kind(family: _F, kinds: list[tuple[KindKey, KindStats]], value: Callable[[KindStats], float]) -> _F:
-    for (group, kind), stats in kinds:
-        family.add_metric([group, kind], value(stats))
-    return family
-
-
-def _by_label(
-    family: CounterMetricFamily,
-    kinds: list[tuple[KindKey, KindStats]],
-    counts: Callable[[KindStats], Mapping[str, int]],
-) -> CounterMetricFamily:
-    """One series per label value seen (a copy first: the event loop may be counting)."""
-    for (group, kind), stats in kinds:
-        for label, count in sorted(dict(counts(stats)).items()):
-            family.add_metric([group, kind, label], float(count))
-    return family
