@@ -149,8 +149,9 @@ class Churn:
         )
         self.writes += 1
 
-    async def set_pod(self, namespace: str, name: str, *, broken: bool) -> float:
-        """Writes the Pod's status; returns the time just before the write was sent."""
+    async def set_pod(self, namespace: str, name: str, *, broken: bool) -> tuple[float, float]:
+        """Writes the Pod's status; returns (sent, accepted): the time just before the PATCH
+        was sent and the time its 200 answer arrived (the API server had committed it)."""
         app = name.rsplit("-", 2)[0]
         now = datetime.now(UTC)
         status = self.cluster.pod_status(
@@ -158,8 +159,9 @@ class Churn:
         )
         sent = time.time()
         await self.patch_status("v1", "Pod", namespace, name, status, manager="kubelet")
+        accepted = time.time()
         (self.broken_pods.add if broken else self.broken_pods.discard)((namespace, name))
-        return sent
+        return sent, accepted
 
     async def flip_pod(self) -> None:
         namespace, name = self.rng.choice(self.pods)

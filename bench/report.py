@@ -54,6 +54,10 @@ def _num(*path: str, spec: str = ",.0f", unit: str = "") -> Callable[[dict[str, 
 STALL = _ms("stalewatch", "scrape", "healthz_during_scrape_max_seconds")
 
 
+def _detect(name: str) -> Callable[[dict[str, Any]], str]:
+    return _ms("stalewatch", "detection", f"{name}_seconds")
+
+
 def per_object(result: dict[str, Any], baseline: int) -> float | None:
     """Bytes of stalewatch RSS above the empty baseline per object it holds."""
     rss, held = _get(result, "stalewatch", "rss_bytes"), _get(result, "stalewatch", "objects_held")
@@ -79,7 +83,7 @@ def targets(machine: dict[str, Any], results: Sequence[dict[str, Any]]) -> list[
          lambda v: v >= 30_000, ",.0f"),
         ("pipeline vs kubernetes-asyncio models", ">= 5x", pipe.get("ratio_vs_k8s_asyncio"),
          lambda v: v >= 5, ".1f"),
-        ("detection p99 under churn (/api/v1/findings)", "<= 1 s",
+        ("detection p99 under churn (PATCH accepted -> /api/v1/findings)", "<= 1 s",
          _get(sw, "detection", "findings_api_p99_seconds"), lambda v: v <= 1, ".2f"),
         ("memory per object above baseline", "<= 2 KiB", per_object(big, base),
          lambda v: v <= 2048, ",.0f"),
@@ -163,19 +167,18 @@ def render(machine: dict[str, Any], results: Sequence[dict[str, Any]]) -> str:
         ],
     )
     lines += table(
-        "Detection latency under churn (status PATCH sent -> finding served)",
+        "Detection latency under churn (PATCH accepted -> finding served, unless noted)",
         results,
         [
             ("churn writes/s while probing", _num("stalewatch", "churn_writes_per_s", spec=",.0f")),
-            (
-                "a plain watch on the Pod sees the change, p50",
-                _ms("stalewatch", "detection", "watch_delivery_p50_seconds"),
-            ),
-            ("same, p99", _ms("stalewatch", "detection", "watch_delivery_p99_seconds")),
-            ("/api/v1/findings p50", _ms("stalewatch", "detection", "findings_api_p50_seconds")),
-            ("/api/v1/findings p99", _ms("stalewatch", "detection", "findings_api_p99_seconds")),
-            ("/metrics p50", _ms("stalewatch", "detection", "metrics_p50_seconds")),
-            ("/metrics p99", _ms("stalewatch", "detection", "metrics_p99_seconds")),
+            ("PATCH sent -> API server answered, p50", _detect("patch_answered_p50")),
+            ("PATCH sent -> a plain watch on the Pod sees it, p50", _detect("watch_delivery_p50")),
+            ("PATCH sent -> a plain watch on the Pod sees it, p99", _detect("watch_delivery_p99")),
+            ("PATCH sent -> /api/v1/findings, p99", _detect("findings_api_from_sent_p99")),
+            ("/api/v1/findings p50", _detect("findings_api_p50")),
+            ("/api/v1/findings p99", _detect("findings_api_p99")),
+            ("/metrics p50", _detect("metrics_p50")),
+            ("/metrics p99", _detect("metrics_p99")),
         ],
     )
     lines += table(
