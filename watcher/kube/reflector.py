@@ -446,10 +446,9 @@ class Reflector:
         meta = raw.get("metadata")
         if not isinstance(meta, dict):
             meta = {}
-        namespace = meta.get("namespace") or ""
-        if not self._keep(namespace):
+        key = _key(meta)
+        if not self._keep(key[0]):
             return None
-        key: ObjectKey = (str(namespace), str(meta.get("name") or meta.get("uid") or "?"))
         raw["apiVersion"], raw["kind"] = self.resource.api_version, self.resource.kind
         try:
             return key, project(raw)
@@ -488,7 +487,7 @@ class Reflector:
         meta = raw.get("metadata")
         if not isinstance(meta, dict):
             return
-        key: ObjectKey = (str(meta.get("namespace") or ""), str(meta.get("name") or meta.get("uid") or "?"))
+        key = _key(meta)
         if not keep_malformed:
             self._malformed.pop(key, None)
         self.stats.malformed_now = len(self._malformed)
@@ -500,6 +499,10 @@ class Reflector:
                 self.resource,
                 {"apiVersion": self.resource.api_version, "kind": self.resource.kind, "metadata": stub},
             )
+
+
+def _key(meta: dict[str, Any]) -> ObjectKey:
+    return str(meta.get("namespace") or ""), str(meta.get("name") or meta.get("uid") or "?")
 
 
 def _status_message(body: bytes) -> str:
