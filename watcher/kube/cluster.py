@@ -6,7 +6,8 @@ Terminating while the objects of its kind are still in the store: that is how it
 CRDRemoved with the objects orphaned) and then reconciles the set of reflectors. The API
 server deletes a CRD's objects only after it has published the CRD's deletionTimestamp, so
 the CRD event reaches us first; the reflector of that kind is then stopped and its objects
-dropped from the model.
+dropped from the model. An account that may not list CRDs gets the custom kinds from API
+discovery instead (polled while CRDs stay forbidden), without CRDRemoved reports.
 
 A probe (GET /version) runs every few seconds so that a silent network partition shows as
 unreachable quickly; when the server is unreachable every stream is closed and every kind
@@ -47,13 +48,11 @@ class ClusterWatcher:
         controllers: Iterable[ControllerSpec],
         keep_namespace: Callable[[str], bool] = lambda namespace: True,
         options: WatchOptions | None = None,
-        built_in: Iterable[Resource] = BUILT_IN,
     ) -> None:
         self._api, self._sink, self._telemetry = api, sink, telemetry
         self._controllers = tuple(controllers)
         self._keep = keep_namespace
         self._options = options or WatchOptions()
-        self._built_in = tuple(built_in)
         self._running: dict[KindKey, tuple[Reflector, asyncio.Task[None]]] = {}
         self._custom: dict[str, Resource] = {}
         """CRD name -> the resource we watch for it."""
@@ -67,7 +66,7 @@ class ClusterWatcher:
         return sorted((r.resource for r, _ in self._running.values()), key=lambda r: (r.group, r.kind))
 
     async def start(self) -> None:
-        for resource in self._built_in:
+        for resource in BUILT_IN:
             self._start(resource, self if resource == CRDS else self._sink)
         self._telemetry.started = True
         self._probe = asyncio.create_task(self._probe_loop(), name="stalewatch probe")
