@@ -13,6 +13,8 @@ import signal
 import sys
 from typing import Any
 
+from aiohttp import web
+
 from watcher.config import ConfigError, Settings, build_model_config, load_settings, parse_set_options
 from watcher.export.metrics import build_registry
 from watcher.export.watcher_metrics import WatcherCollector
@@ -27,7 +29,6 @@ from watcher.web import server
 log = get_logger("app")
 
 EXIT_OK = 0
-EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
 STOP_TIMEOUT = 10.0
 
@@ -35,7 +36,8 @@ _FLAGS = ("listen", "kubeconfig", "context", "log_level", "log_format")
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    """The `stalewatch run` flags; each maps onto the setting of the same name."""
+    """The `stalewatch run` flags; each maps onto the setting of the same name. --config and
+    --set come from the CLI's shared settings options (read with getattr when absent)."""
     group = parser.add_argument_group("run")
     group.add_argument("--listen", metavar="[HOST]:PORT", help="HTTP address (default :8080)")
     group.add_argument(
@@ -44,11 +46,6 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--context", metavar="NAME", help="kubeconfig context (default: its current-context)")
     group.add_argument("--log-level", choices=("debug", "info", "warning", "error"), help="default info")
     group.add_argument("--log-format", choices=("json", "text"), help="default json: one object per line")
-    known = {option for action in parser._actions for option in action.option_strings}
-    if "--config" not in known:
-        parser.add_argument("--config", metavar="FILE", help="YAML configuration file")
-    if "--set" not in known:
-        parser.add_argument("--set", dest="assignments", action="append", default=[], metavar="KEY=VALUE")
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -100,7 +97,7 @@ class Runtime:
         self.app = server.create_app(
             telemetry=self.telemetry, source=lambda: self.live.latest, registry=registry
         )
-        self._runner: Any = None
+        self._runner: web.AppRunner | None = None
         self._evaluator: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -118,7 +115,7 @@ class Runtime:
             await self._runner.cleanup()
 
 
-async def serve(settings: Settings, *, options: WatchOptions | None = None) -> int:
+async def serve(settings: Settings) -> int:
     """Run until SIGTERM or SIGINT."""
     try:
         api = await load_client(kubeconfig=settings.kubeconfig, context=settings.context)
@@ -131,7 +128,7 @@ async def serve(settings: Settings, *, options: WatchOptions | None = None) -> i
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     async with api:
-        runtime = Runtime(settings, api, options=options)
+        runtime = Runtime(settings, api)
         try:
             await runtime.start()
         except OSError as error:
