@@ -132,3 +132,14 @@ def test_a_controller_whose_workload_kind_cannot_be_seen_is_never_reported_down(
     unseen(telemetry.kind("apps", "Deployment"))
     unseen(telemetry.kind("", "Pod"))
     assert types(live.evaluate()) == []
+
+
+def test_a_change_the_model_cannot_take_is_logged_and_the_next_ones_still_apply(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    live = LiveModel(ModelConfig(), live_telemetry(KUSTOMIZATIONS), clock=Clock())
+    nameless = {"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization", "metadata": {}}
+    live.upsert(KUSTOMIZATIONS, nameless)  # never produced by project(): stands for a model bug
+    live.upsert(KUSTOMIZATIONS, stuck("apps", since=T0 - timedelta(hours=1)))
+    assert types(live.evaluate()) == [("StuckReconciling", "apps")]
+    assert [r.getMessage() for r in caplog.records] == ["the model failed on a change; skipped it"]

@@ -105,7 +105,7 @@ class ClusterWatcher:
                 raise
             except Exception:
                 log.exception("watch loop failed, restarting it", extra=fields(kind=reflector.resource.kind))
-                reflector.rv = None
+                reflector.rv, reflector.stats.live = None, False
                 await asyncio.sleep(self._options.backoff_cap)
 
     def _stop(self, resource: Resource, why: str) -> None:

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from watcher.kube.resources import Resource
-from watcher.logs import get_logger
+from watcher.logs import fields, get_logger
 from watcher.model.engine import HealthModel
 from watcher.model.types import Evaluation, ModelConfig
 from watcher.telemetry import Telemetry
@@ -55,15 +55,31 @@ class LiveModel:
     # -- Sink ------------------------------------------------------------------------------
 
     def upsert(self, resource: Resource, obj: dict[str, Any]) -> None:
-        self.model.upsert(obj, now=self._clock())
-        self._dirty.set()
+        self._apply("upsert", resource, obj, lambda: self.model.upsert(obj, now=self._clock()))
 
     def delete(self, resource: Resource, obj: dict[str, Any]) -> None:
-        self.model.delete(obj, now=self._clock())
-        self._dirty.set()
+        self._apply("delete", resource, obj, lambda: self.model.delete(obj, now=self._clock()))
 
     def replace(self, resource: Resource, objects: list[dict[str, Any]]) -> None:
-        self.model.replace(resource.api_version, resource.kind, objects, now=self._clock())
+        now = self._clock()
+        self._apply(
+            "replace",
+            resource,
+            None,
+            lambda: self.model.replace(resource.api_version, resource.kind, objects, now=now),
+        )
+
+    def _apply(
+        self, what: str, resource: Resource, obj: dict[str, Any] | None, change: Callable[[], None]
+    ) -> None:
+        try:
+            change()
+        except Exception:  # a model bug on one object must not stop the watch of its kind
+            name = obj["metadata"].get("name", "") if obj is not None else ""
+            log.exception(
+                "the model failed on a change; skipped it",
+                extra=fields(event=what, group=resource.group, kind=resource.kind, name=name),
+            )
         self._dirty.set()
 
     def notify(self) -> None:
