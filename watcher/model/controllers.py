@@ -287,6 +287,7 @@ class Claims:
             index = next(i for i, spec in enumerate(specs) if spec is state.spec)
             self._states.setdefault(index, []).append(state)
         self._cache: dict[tuple[str, str], Claim] = {}
+        self._gitops: dict[tuple[str, str], bool] = {}
 
     def claim(self, group: str, kind: str) -> Claim:
         found = self._cache.get((group, kind))
@@ -306,7 +307,10 @@ class Claims:
         return Claim(self._specs[claimers[0]].name if claimers else None)
 
     def is_gitops(self, group: str, kind: str) -> bool:
-        return is_gitops(self._specs, group, kind)
+        found = self._gitops.get((group, kind))
+        if found is None:
+            found = self._gitops[group, kind] = is_gitops(self._specs, group, kind)
+        return found
 
 
 def is_gitops(specs: Iterable[ControllerSpec], group: str, kind: str) -> bool:

@@ -34,7 +34,6 @@ from watcher.model.controllers import (
     ControllerState,
     controller_state,
     find_lease,
-    is_gitops,
     match_spec,
     owns_pod,
 )
@@ -69,26 +68,34 @@ _LEASE = ("coordination.k8s.io", "Lease")
 
 
 class _Table(Generic[V]):
-    """Values kept sorted by key, so an output list is a copy, not a sort."""
+    """Values kept sorted by key, so an output list is a copy, not a sort, and the same
+    list is handed out again until something changes (Evaluations treat it as read-only)."""
 
     def __init__(self) -> None:
         self._keys: list[Key] = []
         self._values: list[V] = []
+        self._out: list[V] | None = None
 
     def set(self, key: Key, value: V | None) -> None:
         index = bisect_left(self._keys, key)
         present = index < len(self._keys) and self._keys[index] == key
         if value is None:
-            if present:
-                del self._keys[index], self._values[index]
+            if not present:
+                return
+            del self._keys[index], self._values[index]
         elif present:
+            if self._values[index] == value:
+                return
             self._values[index] = value
         else:
             self._keys.insert(index, key)
             self._values.insert(index, value)
+        self._out = None
 
     def values(self) -> list[V]:
-        return list(self._values)
+        if self._out is None:
+            self._out = list(self._values)
+        return self._out
 
 
 @dataclass(slots=True)
@@ -398,7 +405,7 @@ class HealthModel:
 
     def _refresh_object(self, key: Key, now: datetime) -> None:
         obj = self._store.get(key)
-        gitops = is_gitops(self._config.controllers, key.group, key.kind)
+        gitops = self._claims.is_gitops(key.group, key.kind)
         if obj is None:
             if key in self._with_findings:
                 self._candidates_changed = True

@@ -15,6 +15,7 @@ from typing import Any
 
 from watcher.model.context import Ctx, Lookup
 from watcher.model.objects import (
+    Condition,
     Key,
     condition,
     describe,
@@ -25,7 +26,6 @@ from watcher.model.objects import (
     labels_of,
     spec_written_at,
     subject_of,
-    text,
     time_at,
     transition,
 )
@@ -67,21 +67,13 @@ def pod_state(pod: Mapping[str, Any]) -> WorkloadState:
     Unschedulable from PodScheduled's transition; everything else from the Ready
     condition's transition to False, or the Pod's creation.
     """
-    if is_deleting(pod) or text(pod, "status", "phase") in ("Succeeded", "Failed"):
+    status = pod.get("status", {})
+    phase = status.get("phase", "")
+    if is_deleting(pod) or phase in ("Succeeded", "Failed"):
         return WorkloadState(ready=False)
     ready_cond = condition(pod, "Ready")
-    ready = (
-        text(pod, "status", "phase") == "Running"
-        and ready_cond is not None
-        and ready_cond["status"] == "True"
-    )
-    created = time_at(pod, "metadata", "creationTimestamp")
-    started = time_at(pod, "status", "startTime") or created
-    not_ready_since = transition(ready_cond) if ready_cond and ready_cond["status"] != "True" else None
-    statuses = [
-        *(dig(pod, "status", "initContainerStatuses") or ()),
-        *(dig(pod, "status", "containerStatuses") or ()),
-    ]
+    ready = phase == "Running" and ready_cond is not None and ready_cond["status"] == "True"
+    statuses = [*status.get("initContainerStatuses", ()), *status.get("containerStatuses", ())]
     for cs in statuses:
         waiting = dig(cs, "state", "waiting", "reason") or ""
         oom = dig(cs, "lastState", "terminated", "reason") == "OOMKilled"
@@ -92,7 +84,10 @@ def pod_state(pod: Mapping[str, Any]) -> WorkloadState:
             reason, waiting = HealthReason.OOM_KILLED, "OOMKilled"
         if reason is None:
             continue
-        looping = reason in (HealthReason.CRASH_LOOP_BACK_OFF, HealthReason.OOM_KILLED)
+        if reason in (HealthReason.CRASH_LOOP_BACK_OFF, HealthReason.OOM_KILLED):
+            since = time_at(pod, "status", "startTime") or _created(pod)
+        else:
+            since = _not_ready_since(ready_cond) or _created(pod)
         return WorkloadState(
             ready=ready,
             failing=reason,
@@ -101,7 +96,7 @@ def pod_state(pod: Mapping[str, Any]) -> WorkloadState:
             image=cs.get("image", ""),
             message=dig(cs, "state", "waiting", "message") or "",
             restarts=cs.get("restartCount", 0),
-            since=started if looping else (not_ready_since or created),
+            since=since,
         )
     if ready:
         return WorkloadState(ready=True)
@@ -112,18 +107,26 @@ def pod_state(pod: Mapping[str, Any]) -> WorkloadState:
             failing=HealthReason.UNSCHEDULABLE,
             detail="Unschedulable",
             message=scheduled.get("message", ""),
-            since=transition(scheduled) or created,
+            since=transition(scheduled) or _created(pod),
         )
     first = statuses[0] if statuses else {}
     return WorkloadState(
         ready=False,
         failing=HealthReason.NOT_READY,
-        detail=text(pod, "status", "phase") or "Pending",
+        detail=phase or "Pending",
         container=first.get("name", ""),
         image=first.get("image", ""),
         message=(ready_cond or {}).get("message", ""),
-        since=not_ready_since or created,
+        since=_not_ready_since(ready_cond) or _created(pod),
     )
+
+
+def _created(obj: Mapping[str, Any]) -> datetime | None:
+    return time_at(obj, "metadata", "creationTimestamp")
+
+
+def _not_ready_since(ready: Condition | None) -> datetime | None:
+    return transition(ready) if ready is not None and ready["status"] != "True" else None
 
 
 def owner_workload(pod: Mapping[str, Any], lookup: Lookup) -> Key | None:
