@@ -275,3 +275,38 @@ def test_repeated_correlation_never_changes_cached_findings() -> None:
 
     assert snapshot(model.evaluate(NOW)) == first
     assert first["findings"][0]["evidence"]["count"] == 8
+
+
+def test_stale_objects_follow_a_down_controller_whose_reason_changes() -> None:
+    image = "ghcr.io/fluxcd/kustomize-controller:v9.9.9"
+    model = fed(
+        deployment("kustomize-controller", available=0, image=image),
+        pod(
+            "kustomize-controller-7d9f-x2x4z",
+            app="kustomize-controller",
+            image=image,
+            ready=False,
+            waiting="ImagePullBackOff",
+            created=HOUR,
+        ),
+        git_repository(),
+        kustomization("apps"),
+    )
+    assert (
+        "(ImagePullBackOff)"
+        in by_id(model.evaluate(NOW))["StatusStale/Kustomization/flux-system/apps"].message
+    )
+
+    crashing = pod(
+        "kustomize-controller-7d9f-x2x4z",
+        app="kustomize-controller",
+        image=image,
+        ready=False,
+        waiting="CrashLoopBackOff",
+        restarts=3,
+        created=HOUR,
+    )
+    model.upsert(project(crashing), now=NOW)
+
+    stale = by_id(model.evaluate(NOW))["StatusStale/Kustomization/flux-system/apps"]
+    assert "(CrashLoopBackOff)" in stale.message

@@ -53,6 +53,7 @@ from watcher.model.objects import (
 )
 from watcher.model.rules import crd_removed, local_findings
 from watcher.model.types import (
+    ControllerHealth,
     ControllerSpec,
     Evaluation,
     Finding,
@@ -454,8 +455,9 @@ class HealthModel:
         return RevisionInfo(subject_of(obj), source, revs.revision, revs.applied)
 
 
-def _verdict(claim: Claim) -> tuple[str | None, bool]:
-    return claim.name, claim.down is not None
+def _verdict(claim: Claim) -> tuple[str | None, ControllerHealth | None]:
+    """What a StatusStale candidate is made of: the controller, and how (since when) it is down."""
+    return claim.name, claim.down.health if claim.down is not None else None
 
 
 def _significant(old: ControllerState | None, new: ControllerState) -> bool:
