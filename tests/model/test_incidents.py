@@ -331,3 +331,21 @@ def test_incident_findings_match_the_golden_json() -> None:
         GOLDEN.write_text(text)
 
     assert text == GOLDEN.read_text()
+
+
+def test_events_about_a_replaced_controller_pod_stay_with_the_controller() -> None:
+    replaced = event(
+        "tofu-controller-6c8b-qwert.17c1f",
+        kind="Pod",
+        involved="tofu-controller-6c8b-qwert",
+        reason="BackOff",
+        message="Back-off pulling image",
+        count=40,
+        first=44 * MIN,
+        last=MIN,
+    )
+
+    [root] = run(tofu_incident(), replaced).roots
+
+    assert root.id == "ControllerDown/Deployment/flux-system/tofu-controller"
+    assert "BackOff x40: Back-off pulling image" in root.evidence["events"]

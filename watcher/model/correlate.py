@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from watcher.model.context import new_finding
-from watcher.model.controllers import ControllerState
+from watcher.model.controllers import WORKLOAD_KINDS, ControllerState
 from watcher.model.flux import APPLIERS, FLUX_GROUPS, applied_revision, dependencies, inventory, source_key
 from watcher.model.graph import View, release_of
 from watcher.model.objects import (
@@ -165,7 +165,7 @@ def _admit(
         return
     if key in stale and candidate.type is not FindingType.RETRY_LOOP:
         return  # a cached status proves nothing while its controller is down
-    controller = own_pods.get(key)
+    controller = own_pods.get(key) or _former_pod_of(key, own_pods)
     if controller is not None and not controller.health.up:
         down = run.found[finding_id(FindingType.CONTROLLER_DOWN, controller.health.subject)]
         if candidate.type is FindingType.RETRY_LOOP:
@@ -182,6 +182,23 @@ def _admit(
         }
         return
     run.add(candidate, key=key)
+
+
+def _former_pod_of(key: Key, own: Mapping[Key, ControllerState]) -> ControllerState | None:
+    """The controller a Pod that is gone belonged to, by its generated name ("<workload>-..."),
+    so Events about a replaced controller Pod stay with the controller."""
+    if key.kind != "Pod":
+        return None
+    return next(
+        (
+            state
+            for workload, state in own.items()
+            if workload.kind in WORKLOAD_KINDS
+            and workload.namespace == key.namespace
+            and key.name.startswith(f"{workload.name}-")
+        ),
+        None,
+    )
 
 
 def _releases(run: _Pass, own_pods: Mapping[Key, ControllerState]) -> None:
