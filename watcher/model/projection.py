@@ -3,7 +3,10 @@
 Both `stalewatch analyze` (files) and the live watcher call `project()` on every object
 before it reaches the model, so the rules can trust types and never see a Secret's data,
 a managedFields blob or a 50 KiB condition message. The live watcher keeps only these
-projections, which is why they are small (a typical Pod is well under 2 KiB as JSON).
+projections, which is why they are small: a typical Pod is under 1 KiB as JSON (about
+2.2 KiB as Python objects). A Pod keeps no spec (its images are in containerStatuses),
+container states keep no times, managedFields shrink to who wrote when (not for Pods
+and Events), and an empty string is left out (it reads the same as absent).
 
 The schema below is declarative: one table of the fields the rules read. Per field it
 says what happens when the value is wrong:
@@ -14,6 +17,7 @@ says what happens when the value is wrong:
     without type/status, a label whose value is not a string, an unparseable timestamp)
     is dropped and the rest of the object is kept.
 Unknown fields are ignored. Long messages are truncated to MESSAGE_LIMIT characters.
+events.k8s.io/v1 Events are projected under their core/v1 field names.
 """
 
 from __future__ import annotations
