@@ -323,6 +323,8 @@ def test_backoff_doubles_from_the_initial_delay_up_to_the_cap_with_jitter_in_the
     high = Backoff(initial=0.5, cap=4.0, rng=lambda: 0.999999)
     assert [low.next() for _ in range(6)] == [0.25, 0.5, 1.0, 2.0, 2.0, 2.0]
     assert [round(high.next(), 3) for _ in range(6)] == [0.5, 1.0, 2.0, 4.0, 4.0, 4.0]
+    for _ in range(5000):  # a day-long outage
+        assert high.next() <= 4.0
     low.reset()
     assert low.next() == 0.25
 

@@ -118,7 +118,8 @@ class Backoff:
 
     def next(self) -> float:
         ceiling = min(self.cap, self.initial * (2.0**self.attempt))
-        self.attempt += 1
+        if ceiling < self.cap:  # stop counting at the cap: hours of outage must not overflow
+            self.attempt += 1
         return ceiling / 2 + self._rng() * ceiling / 2
 
     def reset(self) -> None:
