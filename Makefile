@@ -3,7 +3,9 @@
 
 demo:
 	@bash scripts/install.sh runtime
-	.venv/bin/stalewatch analyze examples/tofu-controller-down --now 2026-11-30T12:00:00Z
+	@# analyze exits 1 when it finds a critical root cause, which is the point of this demo.
+	@.venv/bin/stalewatch analyze examples/tofu-controller-down --now 2026-11-30T12:00:00Z; rc=$$?; \
+	  echo "(stalewatch exit code $$rc: 0 healthy, 1 critical root cause found, 2 bad input)"; [ $$rc -le 1 ]
 
 test:
 	bash scripts/test.sh

@@ -29,6 +29,7 @@ from prometheus_client.samples import Sample
 from prometheus_client.utils import floatToGoString
 
 from watcher.model.types import (
+    CONTROLLER_DOWN_REASONS,
     ControllerHealth,
     Evaluation,
     Finding,
@@ -44,18 +45,7 @@ _Keyed = TypeVar("_Keyed", ObjectHealth, ControllerHealth, RevisionInfo)
 
 STATUSES: tuple[str, ...] = tuple(str(s) for s in Status)
 
-DOWN_REASONS: tuple[str, ...] = (
-    "ImagePullBackOff",
-    "ErrImagePull",
-    "CrashLoopBackOff",
-    "CreateContainerConfigError",
-    "Unschedulable",
-    "OOMKilled",
-    "NotReady",
-    "NoAvailableReplicas",
-    "LeaseExpired",
-    "ScaledToZero",
-)
+DOWN_REASONS: tuple[str, ...] = tuple(str(r) for r in CONTROLLER_DOWN_REASONS)
 """The fixed states of stalewatch_controller_down_reason; a fixed set keeps the series count bounded."""
 
 FINDING_LABELS = (
