@@ -1,0 +1,169 @@
+"""The benchmark scripts keep working: a tiny cluster through every step but kube-state-metrics.
+
+Nothing here asserts a number from the benchmark (those are measured, not promised); the
+tests assert that each step does what it claims: the generator creates the cluster it
+describes, churn really breaks and heals Pods, the recorded stream holds every watched
+object and feeds the pipeline, stalewatch syncs it and serves a broken Pod as a finding,
+and the report renders results into BENCHMARKS.md's tables.
+
+The benchmark's cluster has its own flux-system controllers, so it gets its own API server
+instead of the session one other tests share.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import aiohttp
+import orjson
+import pytest
+import yaml
+
+from bench import pipeline, procs, report, run
+from bench.barelist import main as barelist_main
+from bench.generate import Churn, client_for, populate
+from bench.kinds import API_VERSIONS, CONTROLLERS
+from bench.workload import MIX, Cluster, counts
+from tests.controlplane.harness import ControlPlane, free_port
+from tests.kubeclient import Kube
+
+SIZE = 60
+GOLDEN = Path(__file__).parent / "golden"
+
+
+@pytest.fixture(scope="module")
+def plane() -> Iterator[ControlPlane]:
+    started = run.start_plane()
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+@pytest.fixture(scope="module")
+async def kube(plane: ControlPlane) -> AsyncIterator[Kube]:
+    async with await client_for(plane.kubeconfig) as api:
+        yield Kube(api)
+
+
+@pytest.fixture(scope="module")
+async def cluster(kube: Kube) -> Cluster:
+    built = Cluster(SIZE, datetime.now(UTC))
+    await populate(kube, built)
+    return built
+
+
+@pytest.mark.parametrize("size", [pytest.param(s, id=f"{s}-objects") for s in (1000, 10_000, 50_000)])
+def test_the_mix_is_mostly_pods_and_adds_up_to_the_size(size: int) -> None:
+    mix = counts(size)
+    assert sum(mix.values()) == pytest.approx(size, rel=0.01)
+    assert mix["Pod"] / size == pytest.approx(0.80, abs=0.005)
+    assert sum(MIX.values()) == pytest.approx(1.0, abs=0.001)
+
+
+async def test_generator_creates_every_object_with_its_status_and_owner(kube: Kube, cluster: Cluster) -> None:
+    expected = counts(SIZE)
+    for kind in ("Pod", "Kustomization", "HelmRelease", "Terraform", "Event"):
+        listed = await kube.list(API_VERSIONS[kind], kind)
+        assert len(listed) == expected[kind], kind
+    pods = await kube.list("v1", "Pod")
+    replicasets = {rs["metadata"]["uid"] for rs in await kube.list("apps/v1", "ReplicaSet")}
+    assert all(p["metadata"]["ownerReferences"][0]["uid"] in replicasets for p in pods)
+    assert all(c["status"] == "True" for p in pods for c in p["status"]["conditions"] if c["type"] == "Ready")
+    managers = {m["manager"] for p in pods for m in p["metadata"]["managedFields"]}
+    assert managers == {"kube-controller-manager", "kubelet"}
+    ks = await kube.list("kustomize.toolkit.fluxcd.io/v1", "Kustomization")
+    assert all(k["status"]["inventory"]["entries"] for k in ks)
+
+
+async def test_churn_breaks_a_pod_into_image_pull_back_off_and_heals_it(kube: Kube, cluster: Cluster) -> None:
+    churn = Churn(kube, cluster)
+    namespace, name = churn.pods[0]
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": namespace, "name": name}}
+    await churn.set_pod(namespace, name, broken=True)
+    waiting = (await kube.get(pod))["status"]["containerStatuses"][0]["state"]
+    assert waiting["waiting"]["reason"] == "ImagePullBackOff"
+    await churn.set_pod(namespace, name, broken=False)
+    assert "running" in (await kube.get(pod))["status"]["containerStatuses"][0]["state"]
+    assert await churn.run(rate=30, seconds=1) >= 30
+
+
+async def test_the_recorded_stream_holds_every_watched_object_and_feeds_the_pipeline(
+    kube: Kube, cluster: Cluster, tmp_path: Path
+) -> None:
+    stream, stop = tmp_path / "stream.jsonl", asyncio.Event()
+    recorder = asyncio.create_task(pipeline.record(kube.api, stream, stop=stop))
+    await asyncio.sleep(2)
+    await Churn(kube, cluster).run(rate=30, seconds=1)
+    await asyncio.sleep(1)
+    stop.set()
+    events = await recorder
+    result = await asyncio.to_thread(pipeline.measure, stream)
+    assert result["events"] == events
+    watched = SIZE - counts(SIZE)["Event"] * 4 // 5  # only Warning Events are watched
+    assert result["event_types"]["ADDED"] >= watched - len(cluster.namespaces) - 1
+    assert result["event_types"]["MODIFIED"] >= 30
+    assert result["churn_events"] == result["event_types"]["MODIFIED"]
+    for key in ("stalewatch_events_per_s", "stalewatch_ingest_events_per_s", "k8s_asyncio_events_per_s"):
+        assert result[key] > 0
+
+
+async def test_stalewatch_syncs_the_cluster_and_serves_a_broken_pod_as_a_finding(
+    plane: ControlPlane, kube: Kube, cluster: Cluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    await barelist_main(str(plane.kubeconfig))
+    listed = orjson.loads(capsys.readouterr().out)["objects"]
+    port = free_port()
+    proc = procs.stalewatch(plane.kubeconfig, port, tmp_path / "stalewatch.log").start()
+    base = f"http://127.0.0.1:{port}"
+    churn = Churn(kube, cluster)
+    try:
+        async with aiohttp.ClientSession() as session:
+            assert await procs.wait_until_ok(session, f"{base}/readyz", proc, within=120) > 0
+            await churn.renew_leases()
+            namespace, pod = churn.pods[1]
+            await churn.set_pod(namespace, pod, broken=True)
+            for _ in range(200):
+                _, body, _ = await procs.fetch(session, f"{base}/api/v1/findings")
+                if run.has_finding(body, pod):
+                    break
+                await asyncio.sleep(0.05)
+            assert run.has_finding(body, pod)
+            assert orjson.loads(body)["summary"]["objects"] == listed
+            scraped = await run.scrape(session, base, times=1)
+            assert scraped["metrics_bytes"] > 0
+        assert proc.rss() > 0
+        assert proc.cpu() > 0
+    finally:
+        proc.stop()
+
+
+def test_ksm_config_exports_one_info_series_per_flux_kind_with_ready_and_revision() -> None:
+    config = yaml.safe_load(yaml.safe_dump(procs.ksm_config()))
+    resources = config["spec"]["resources"]
+    assert [r["groupVersionKind"]["kind"] for r in resources] == list(procs.FLUX_KINDS)
+    for resource in resources:
+        (metric,) = resource["metrics"]
+        assert (resource["metricNamePrefix"], metric["name"], metric["each"]["type"]) == (
+            "gotk",
+            "resource_info",
+            "Info",
+        )
+        assert {"ready", "suspended", "revision", "exported_namespace"} <= metric["labelsFromPath"].keys()
+
+
+def test_report_renders_results_into_the_tables_between_the_markers() -> None:
+    machine = orjson.loads((GOLDEN / "machine.json").read_bytes())
+    results = [orjson.loads((GOLDEN / "size-1000.json").read_bytes())]
+    block = report.render(machine, results)
+    assert block == (GOLDEN / "report.md").read_text().rstrip("\n")
+    document = "# Benchmarks\n\nprose\n\n" + report.BEGIN + "\nold\n" + report.END + "\n\nmore prose\n"
+    assert report.splice(document, block) == "# Benchmarks\n\nprose\n\n" + block + "\n\nmore prose\n"
+
+
+def test_every_controller_has_a_leader_lease_in_the_cluster() -> None:
+    leases = [lease["metadata"]["name"] for lease in Cluster(SIZE, datetime.now(UTC)).phase(("Lease",))]
+    assert {f"{name}-leader-election" for name in CONTROLLERS} <= set(leases)
