@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 KindKey = tuple[str, str]
@@ -21,6 +22,23 @@ KindKey = tuple[str, str]
 EVALUATION_BUCKETS: tuple[float, ...] = (
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 )  # fmt: skip
+
+
+REQUEST_RESULTS = (
+    "ok", "forbidden", "not_found", "gone", "throttled", "server_error", "client_error", "connection_error",
+)  # fmt: skip
+"""`result` of a list or watch request (see watcher.kube.client.classify)."""
+RELIST_REASONS = ("initial", "gone", "forbidden")
+WATCH_ERROR_REASONS = (
+    "connection", "timeout", "decode", "not_found", "throttled", "server_error", "client_error",
+)  # fmt: skip
+EVENT_TYPES = ("ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR")
+
+
+def _zeros(labels: tuple[str, ...]) -> Callable[[], Counter[str]]:
+    """Counters start with every known label at 0, so a first error is a rate, not a new series
+    (Prometheus' rate() needs two samples of a series)."""
+    return lambda: Counter(dict.fromkeys(labels, 0))
 
 
 @dataclass(slots=True)
@@ -34,12 +52,12 @@ class KindStats:
     malformed_now: int = 0
     """Objects of this kind currently skipped as malformed (not a counter)."""
     last_event: float | None = None
-    list_requests: Counter[str] = field(default_factory=Counter)
-    watch_requests: Counter[str] = field(default_factory=Counter)
-    relists: Counter[str] = field(default_factory=Counter)
+    list_requests: Counter[str] = field(default_factory=_zeros(REQUEST_RESULTS))
+    watch_requests: Counter[str] = field(default_factory=_zeros(REQUEST_RESULTS))
+    relists: Counter[str] = field(default_factory=_zeros(RELIST_REASONS))
     watch_gone: int = 0
-    watch_errors: Counter[str] = field(default_factory=Counter)
-    events: Counter[str] = field(default_factory=Counter)
+    watch_errors: Counter[str] = field(default_factory=_zeros(WATCH_ERROR_REASONS))
+    events: Counter[str] = field(default_factory=_zeros(EVENT_TYPES))
     malformed: int = 0
 
 

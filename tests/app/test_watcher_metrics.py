@@ -72,3 +72,14 @@ def test_a_kind_no_longer_watched_disappears_from_every_series() -> None:
     state = telemetry()
     state.forget("infra.contrib.fluxcd.io", "Terraform")
     assert "Terraform" not in exposition(state)
+
+
+def test_a_kind_without_errors_already_has_its_error_series_at_zero() -> None:
+    """rate() needs two samples: a series born at its first error would hide that error."""
+    state = Telemetry(up=True, started=True)
+    state.kind("", "Pod")
+    text = exposition(state)
+    for reason in ("connection", "timeout", "server_error"):
+        assert f'stalewatch_watch_errors_total{{group="",kind="Pod",reason="{reason}"}} 0.0' in text
+    assert 'stalewatch_list_requests_total{group="",kind="Pod",result="forbidden"} 0.0' in text
+    assert 'stalewatch_relists_total{group="",kind="Pod",reason="gone"} 0.0' in text

@@ -70,8 +70,8 @@ async def test_a_paginated_list_then_the_watch_keep_the_sink_equal_to_the_cluste
         await poll(lambda: "k07" not in sink.names("Kustomization"), what="DELETED")
         assert sink.names("Kustomization", namespace) == (set(names) | {"late"}) - {"k07"}
         assert reflector.stats.objects == 12
-        assert {"ADDED", "MODIFIED", "DELETED"} <= reflector.stats.events.keys()
-        assert reflector.stats.relists == {"initial": 1}
+        assert {"ADDED", "MODIFIED", "DELETED"} <= (+reflector.stats.events).keys()
+        assert +reflector.stats.relists == {"initial": 1}
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
