@@ -61,6 +61,17 @@ def status(code: int, message: str = "", *, headers: Mapping[str, str] | None = 
     return answer
 
 
+def reset() -> Answer:
+    """Drop the connection without an answer, as a proxy resetting it would."""
+
+    async def answer(request: web.Request) -> web.StreamResponse:
+        assert request.transport is not None
+        request.transport.abort()
+        return web.Response()
+
+    return answer
+
+
 def event(kind: str, item: dict[str, Any]) -> bytes:
     return orjson.dumps({"type": kind, "object": item}) + b"\n"
 

@@ -23,6 +23,7 @@ from tests.kube.fake import (
     gone_event,
     obj,
     page,
+    reset,
     status,
     stream,
 )
@@ -261,6 +262,20 @@ async def test_connection_refused_marks_the_api_server_unreachable_until_it_answ
     await r.server.start()
     await poll(lambda: r.stats.synced, within=5)
     assert r.telemetry.up
+
+
+async def test_a_reset_connection_is_retried_without_declaring_the_api_server_unreachable(
+    rig: Callable[..., Rig],
+) -> None:
+    r = rig()
+    r.server.lists.append(page([], "10"))
+    r.server.watches.extend([reset(), reset(), stream(event("ADDED", obj("a", "11")), hold=True)])
+    await r.server.start()
+    r.start()
+    await poll(lambda: r.sink.names("Kustomization") == {"a"}, what="watching after the resets")
+    # aiohttp itself retries a request once when a pooled connection turns out reset
+    assert r.stats.watch_requests["connection_error"] >= 1
+    assert r.telemetry.up, "a reset is not an outage"
 
 
 async def test_a_malformed_object_is_counted_and_logged_once_per_version_and_the_rest_delivered(

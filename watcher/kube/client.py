@@ -23,7 +23,12 @@ from kubernetes_asyncio import config as kube_config
 from kubernetes_asyncio.client import ApiClient, Configuration
 
 CONNECTION_ERRORS: tuple[type[BaseException], ...] = (aiohttp.ClientError, OSError, TimeoutError)
-"""Failing to get any HTTP answer at all: the API server is unreachable (or too slow)."""
+"""Failing to get an HTTP answer: the connection could not be made, broke, or timed out."""
+
+UNREACHABLE: tuple[type[BaseException], ...] = (aiohttp.ClientConnectorError, TimeoutError)
+"""The subset that says the API server is unreachable: no connection could be made, or no
+answer came in time. A reset of an established connection (a proxy, a server restarting one
+connection) is not an outage: the next request simply opens a new one."""
 
 
 class KubeConfigError(Exception):

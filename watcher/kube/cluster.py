@@ -23,7 +23,7 @@ from typing import Any
 
 import aiohttp
 
-from watcher.kube.client import CONNECTION_ERRORS, describe_error, get
+from watcher.kube.client import CONNECTION_ERRORS, UNREACHABLE, describe_error, get
 from watcher.kube.discovery import DiscoveryError, discover
 from watcher.kube.reflector import Link, Reflector, Sink, WatchOptions
 from watcher.kube.resources import BUILT_IN, CRDS, Resource, crd_resource, wanted
@@ -204,8 +204,10 @@ class ClusterWatcher:
                 async with asyncio.timeout(patience):
                     response = await get(self._api, "/version", [], limits=limits)
                 response.release()
-            except CONNECTION_ERRORS as error:
+            except UNREACHABLE as error:
                 self.link.lost(error)
+            except CONNECTION_ERRORS:
+                continue  # e.g. a pooled connection the server had closed: the next probe tells
             else:
                 self.link.reached()
 

@@ -26,6 +26,7 @@ import orjson
 
 from watcher.kube.client import (
     CONNECTION_ERRORS,
+    UNREACHABLE,
     Backoff,
     classify,
     describe_error,
@@ -87,8 +88,9 @@ class WatchOptions:
 class Link:
     """API-server reachability, fed by every request a reflector or the probe opens.
 
-    Only failing to get an HTTP answer counts as unreachable; a watch stream cut midway (a
-    proxy, a server closing long requests) is that watch's problem, not an outage.
+    Only failing to connect (or to get an answer in time) counts as unreachable; a connection
+    reset or a watch stream cut midway (a proxy, a server closing long requests) is that
+    request's problem, not an outage.
     """
 
     def __init__(self, telemetry: Telemetry, on_change: Callable[[bool], None]) -> None:
@@ -237,7 +239,8 @@ class Reflector:
                 response = await get(self._api, self.resource.path, query, limits=limits)
         except CONNECTION_ERRORS as error:
             counter["connection_error"] = counter.get("connection_error", 0) + 1
-            self._link.lost(error)
+            if isinstance(error, UNREACHABLE):
+                self._link.lost(error)
             raise _Retry("connection_error", describe_error(error)) from None
         self._link.reached()
         result = classify(response.status)
