@@ -1,0 +1,255 @@
+"""The incidents the end-to-end tests enact, and the alerts each one must (and must not) send.
+
+The stuck-Reconciling and sibling-skew incidents are the ones tests/app/test_incidents.py
+enacts step by step (imported, not copied). The tofu-controller incident follows
+examples/tofu-controller-down: a Kustomization deploys the Terraforms and waits for them, and
+an app Kustomization dependsOn it, so the blast radius has every kind of symptom.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tests.app.test_incidents import (
+    POD,
+    REV_A,
+    TOFU_IMAGE,
+    Act,
+    Scenario,
+    both,
+    patch,
+    reconciling_and_ready,
+    sibling_skew,
+    stuck_reconciling,
+)
+from tests.kube.objects import ago, cond, deployment, deployment_status, flux, pod, ready, waiting
+
+Obj = dict[str, Any]
+TERRAFORMS = ("vpc", "dns")
+CHART_DIGEST = "sha256:" + "c" * 64
+
+
+@dataclass(frozen=True)
+class Alert:
+    """A finding alert as Alertmanager sees it: alertname, and the object it is about."""
+
+    alertname: str
+    kind: str
+    name: str
+
+    def matches(self, labels: dict[str, str], namespace: str) -> bool:
+        return (labels.get("alertname"), labels.get("kind"), labels.get("namespace"), labels.get("name")) == (
+            self.alertname,
+            self.kind,
+            namespace,
+            self.name,
+        )
+
+    def __str__(self) -> str:
+        return f"{self.alertname} {self.kind}/{self.name}"
+
+
+@dataclass(frozen=True)
+class Incident:
+    """Healthy objects, what goes wrong (in the order it happens), and what must be alerted.
+
+    `receiver` is the Alertmanager receiver the example config routes the root alert to
+    (by its severity). `symptoms` must reach Alertmanager and stay suppressed there.
+    """
+
+    setup: Callable[[str], list[Obj]]
+    acts: Sequence[Act]
+    root: Alert
+    receiver: str
+    summary: str
+    """The root alert's summary annotation, with {ns} for the namespace."""
+    symptoms: Sequence[Alert] = ()
+
+
+def _inventory(ns: str, names: Sequence[str]) -> Obj:
+    return {
+        "entries": [{"id": f"{ns}_{n}_infra.contrib.fluxcd.io_Terraform", "v": "v1alpha2"} for n in names]
+    }
+
+
+def tofu_setup(ns: str) -> list[Obj]:
+    source = {"kind": "GitRepository", "name": "infra"}
+    return [
+        deployment(ns, "tofu-controller", image=TOFU_IMAGE),
+        pod(ns, "tofu-controller", image=TOFU_IMAGE),
+        flux(
+            "GitRepository",
+            ns,
+            "infra",
+            spec={"url": "https://git.example/infra"},
+            status=ready(artifact={"revision": REV_A, "lastUpdateTime": "2026-01-01T00:00:00Z"}),
+        ),
+        *(
+            flux(
+                "Terraform",
+                ns,
+                name,
+                spec={"sourceRef": source, "path": f"./{name}"},
+                status=ready(lastAppliedRevision=REV_A),
+            )
+            for name in TERRAFORMS
+        ),
+        flux(
+            "Kustomization",
+            ns,
+            "infra-terraform",
+            spec={"sourceRef": source, "path": "./terraform", "wait": True},
+            status=ready(lastAppliedRevision=REV_A, inventory=_inventory(ns, TERRAFORMS)),
+        ),
+        flux(
+            "Kustomization",
+            ns,
+            "apps",
+            spec={"sourceRef": source, "path": "./apps", "dependsOn": [{"name": "infra-terraform"}]},
+            status=ready(lastAppliedRevision=REV_A),
+        ),
+    ]
+
+
+def _health_check_failing(ns: str) -> Act:
+    """kustomize-controller's wait on the Terraforms times out: they are InProgress to kstatus."""
+    waited = ", ".join(f"Terraform/{ns}/{n} status: 'InProgress'" for n in TERRAFORMS)
+    failed = f"health check failed after 5m0s: timeout waiting for: [{waited}]"
+    return patch(
+        "Kustomization",
+        "infra-terraform",
+        {
+            "conditions": [
+                cond("Ready", "False", "HealthCheckFailed", failed, since=ago(minutes=15)),
+                cond(
+                    "Reconciling",
+                    "True",
+                    "ProgressingWithRetry",
+                    "Running health checks",
+                    since=ago(minutes=20),
+                ),
+            ]
+        },
+    )
+
+
+def tofu_controller_down(ns: str) -> Incident:
+    return Incident(
+        setup=tofu_setup,
+        acts=[
+            both(
+                patch(
+                    "Pod",
+                    "tofu-controller" + POD,
+                    waiting("ImagePullBackOff", f'Back-off pulling image "{TOFU_IMAGE}"', image=TOFU_IMAGE),
+                ),
+                patch("Deployment", "tofu-controller", deployment_status(0)),
+            ),
+            both(*(patch("Terraform", name, reconciling_and_ready()) for name in TERRAFORMS)),
+            _health_check_failing(ns),
+            patch(
+                "Kustomization",
+                "apps",
+                {
+                    "conditions": [
+                        cond(
+                            "Ready",
+                            "False",
+                            "DependencyNotReady",
+                            f"dependency '{ns}/infra-terraform' is not ready",
+                            since=ago(minutes=10),
+                        )
+                    ]
+                },
+            ),
+        ],
+        root=Alert("StalewatchControllerDown", "Deployment", "tofu-controller"),
+        receiver="pager",
+        summary="Deployment {ns}/tofu-controller is down (ImagePullBackOff)",
+        symptoms=[
+            *(Alert("StalewatchStatusStale", "Terraform", name) for name in TERRAFORMS),
+            Alert("StalewatchDependencyBlocked", "Kustomization", "infra-terraform"),
+            Alert("StalewatchDependencyBlocked", "Kustomization", "apps"),
+            Alert("StalewatchStuckReconciling", "Kustomization", "infra-terraform"),
+        ],
+    )
+
+
+def _incident_steps(scenario: Scenario) -> list[Act]:
+    """Every step of a test_incidents scenario but the last, which is the fix."""
+    return [step.act for step in scenario.steps[:-1]]
+
+
+def reconciling_left_true(ns: str) -> Incident:
+    scenario = stuck_reconciling()
+    return Incident(
+        setup=scenario.setup,
+        acts=_incident_steps(scenario),
+        root=Alert("StalewatchStuckReconciling", "Kustomization", "apps"),
+        receiver="chat",
+        summary="Kustomization {ns}/apps is stuck reconciling",
+    )
+
+
+def chart_release(ns: str) -> list[Obj]:
+    """A healthy HelmRelease next to the Kustomizations, its chart from an OCIRepository:
+    the stack dashboard shows chart versions, which only a HelmRelease has."""
+    return [
+        {
+            "apiVersion": "source.toolkit.fluxcd.io/v1",
+            "kind": "OCIRepository",
+            "metadata": {"name": "podinfo", "namespace": ns},
+            "spec": {
+                "interval": "10m",
+                "url": "oci://ghcr.io/stefanprodan/charts/podinfo",
+                "ref": {"tag": "6.5.0"},
+            },
+            "status": {
+                "observedGeneration": 1,
+                **ready(
+                    artifact={"revision": f"6.5.0@{CHART_DIGEST}", "lastUpdateTime": "2026-01-01T00:00:00Z"}
+                ),
+            },
+        },
+        flux(
+            "HelmRelease",
+            ns,
+            "podinfo",
+            spec={"chartRef": {"kind": "OCIRepository", "name": "podinfo"}},
+            status=ready(
+                "Helm install succeeded",
+                history=[
+                    {
+                        "name": "podinfo",
+                        "namespace": ns,
+                        "version": 1,
+                        "status": "deployed",
+                        "chartName": "podinfo",
+                        "chartVersion": "6.5.0",
+                        "ociDigest": CHART_DIGEST,
+                    }
+                ],
+            ),
+        ),
+    ]
+
+
+def sibling_revision_skew(ns: str) -> Incident:
+    scenario = sibling_skew()
+    return Incident(
+        setup=lambda ns: [*scenario.setup(ns), *chart_release(ns)],
+        acts=_incident_steps(scenario),
+        root=Alert("StalewatchRevisionSkew", "Kustomization", "apps"),
+        receiver="chat",
+        summary="Kustomization {ns}/apps lags behind its source",
+    )
+
+
+INCIDENTS: dict[str, Callable[[str], Incident]] = {
+    "tofu-controller-image-pull-backoff": tofu_controller_down,
+    "reconciling-left-true-on-a-live-controller": reconciling_left_true,
+    "sibling-revision-skew": sibling_revision_skew,
+}
+"""Built when enacted, so every timestamp in them is of the test's own time."""
