@@ -141,19 +141,15 @@ def tofu_setup(ns: str) -> list[dict[str, Any]]:
             spec={"url": "https://git.example/infra"},
             status=ready(artifact={"revision": REV_A, "lastUpdateTime": "2026-01-01T00:00:00Z"}),
         ),
-        flux(
-            "Terraform",
-            ns,
-            "vpc",
-            spec={"sourceRef": source, "path": "./vpc"},
-            status=ready(lastAppliedRevision=REV_A),
-        ),
-        flux(
-            "Terraform",
-            ns,
-            "dns",
-            spec={"sourceRef": source, "path": "./dns"},
-            status=ready(lastAppliedRevision=REV_A),
+        *(
+            flux(
+                "Terraform",
+                ns,
+                name,
+                spec={"sourceRef": source, "path": f"./{name}"},
+                status=ready(lastAppliedRevision=REV_A),
+            )
+            for name in ("vpc", "dns")
         ),
         flux(
             "Kustomization",
