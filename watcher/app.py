@@ -24,6 +24,7 @@ from watcher.kube.live import LiveModel
 from watcher.kube.reflector import WatchOptions
 from watcher.logs import fields, get_logger, setup_logging
 from watcher.telemetry import Telemetry
+from watcher.tracing import TracingUnavailable, configure_tracing
 from watcher.web import server
 
 log = get_logger("app")
@@ -56,7 +57,16 @@ def run_command(args: argparse.Namespace) -> int:
         print(error, file=sys.stderr)
         return EXIT_BAD_INPUT
     setup_logging(level=settings.log_level, fmt=settings.log_format)
-    return asyncio.run(serve(settings))
+    try:
+        provider = configure_tracing(settings.otel_exporter)
+    except TracingUnavailable as error:
+        print(f"stalewatch: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        return asyncio.run(serve(settings))
+    finally:
+        if provider is not None:
+            provider.shutdown()  # flushes the spans still batched
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:

@@ -7,6 +7,7 @@ import sys
 import pytest
 from opentelemetry.sdk.trace.export import ConsoleSpanExporter
 
+from watcher.cli import main
 from watcher.tracing import TracingUnavailable, make_exporter
 
 
@@ -22,3 +23,11 @@ def test_otlp_without_the_extra_says_how_to_install_it(monkeypatch: pytest.Monke
     monkeypatch.setitem(sys.modules, "opentelemetry.exporter.otlp.proto.http.trace_exporter", None)
     with pytest.raises(TracingUnavailable, match=r"pip install 'stalewatch\[otlp\]'"):
         make_exporter("otlp")
+
+
+def test_run_with_otlp_but_without_the_extra_exits_2_with_the_fix(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "opentelemetry.exporter.otlp.proto.http.trace_exporter", None)
+    assert main(["run", "--set", "otel_exporter=otlp", "--listen", "127.0.0.1:18089"]) == 2
+    assert "pip install 'stalewatch[otlp]'" in capsys.readouterr().err

@@ -26,6 +26,7 @@ from watcher.logs import fields, get_logger
 from watcher.model.engine import HealthModel
 from watcher.model.types import Evaluation, ModelConfig
 from watcher.telemetry import Telemetry
+from watcher.tracing import tracer
 
 log = get_logger("model")
 
@@ -92,9 +93,21 @@ class LiveModel:
         if not self._telemetry.up:
             return self.latest
         self.model.set_blind(self._telemetry.blind())
-        started = time.perf_counter()
-        evaluation = self.model.evaluate(self._clock())
-        self._telemetry.evaluation.observe(time.perf_counter() - started)
+        with tracer().start_as_current_span("stalewatch.evaluate") as span:
+            started = time.perf_counter()
+            evaluation = self.model.evaluate(self._clock())
+            self._telemetry.evaluation.observe(time.perf_counter() - started)
+            if span.is_recording():
+                before = {f.id for f in self.latest.findings} if self.latest else set()
+                after = {f.id for f in evaluation.findings}
+                span.set_attributes(
+                    {
+                        "stalewatch.gitops_objects": len(evaluation.objects),
+                        "stalewatch.findings": len(after),
+                        "stalewatch.roots": len(evaluation.roots),
+                        "stalewatch.findings_changed": len(before ^ after),
+                    }
+                )
         self.latest = evaluation
         return evaluation
 

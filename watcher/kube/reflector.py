@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 import aiohttp
 import orjson
+from opentelemetry import trace
 
 from watcher.kube.client import (
     CONNECTION_ERRORS,
@@ -38,6 +39,7 @@ from watcher.kube.resources import Resource
 from watcher.logs import fields, get_logger
 from watcher.model.projection import MalformedObject, project
 from watcher.telemetry import KindStats, Telemetry
+from watcher.tracing import tracer
 
 log = get_logger("kube")
 
@@ -263,6 +265,15 @@ class Reflector:
 
     async def _list(self, reason: str) -> None:
         """All pages, projected page by page; the kind is replaced only once all arrived."""
+        attributes = {
+            "k8s.group": self.resource.group,
+            "k8s.kind": self.resource.kind,
+            "stalewatch.reason": reason,
+        }
+        with tracer().start_as_current_span("stalewatch.relist", attributes=attributes):
+            await self._list_pages(reason)
+
+    async def _list_pages(self, reason: str) -> None:
         timeout = aiohttp.ClientTimeout(
             sock_connect=self._options.request_timeout, sock_read=self._options.request_timeout
         )
@@ -307,6 +318,9 @@ class Reflector:
         reason: str,
     ) -> None:
         self._sink.replace(self.resource, projected)
+        trace.get_current_span().set_attributes(
+            {"stalewatch.objects": len(keys), "stalewatch.malformed": len(malformed)}
+        )
         self._keys, self._malformed = keys, malformed
         self.rv = rv or None
         stats = self.stats
