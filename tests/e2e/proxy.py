@@ -64,11 +64,13 @@ class Proxy:
             while data := source.recv(65536):
                 sink.sendall(data)
         with self._lock:
+            ours = {source, sink} <= self._open  # else reset_all or the other direction ends it
             self._open -= {source, sink}
-        for sock in (source, sink):  # shut first, to wake the thread reading the other way
-            with suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-            sock.close()
+        if ours:
+            for sock in (source, sink):  # shut first, to wake the thread reading the other way
+                with suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+                sock.close()
 
     @contextmanager
     def serving(self) -> Iterator[Proxy]:
@@ -76,5 +78,7 @@ class Proxy:
         try:
             yield self
         finally:
+            with suppress(OSError):
+                self._listener.shutdown(socket.SHUT_RDWR)  # wakes accept(), which close alone would not
             self._listener.close()
             self.reset_all()

@@ -11,12 +11,9 @@ the controllers would; whichever test needs it first enacts it, so any one test 
 from __future__ import annotations
 
 import math
-import subprocess
 import sys
-import time
-import urllib.request
-from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -75,36 +72,6 @@ def run_args(*, kubeconfig: Path, listen: str, namespaces: Sequence[str]) -> lis
     for name, value in THRESHOLDS.items():
         args += ["--set", f"thresholds.{name}={value}"]
     return args
-
-
-@contextmanager
-def stalewatch_running(args: Sequence[str], *, url: str, log: Path) -> Iterator[None]:
-    """The process until the block ends (SIGTERM, then kill); fails with its log if it never
-    becomes ready."""
-    with log.open("wb") as out:
-        process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
-        try:
-            deadline = time.monotonic() + 60
-            while not _ok(f"{url}/readyz"):
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(f"stalewatch run did not become ready:\n{tail(log)}")
-                time.sleep(0.2)
-            yield
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-
-
-def _ok(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return bool(response.status == 200)
-    except OSError:  # not listening yet, or 503 while it syncs
-        return False
 
 
 def tail(log: Path, lines: int = 30) -> str:

@@ -24,10 +24,12 @@ from tests.app.test_incidents import (
     sibling_skew,
     stuck_reconciling,
 )
-from tests.kube.objects import ago, cond, deployment, deployment_status, flux, pod, ready, waiting
+from tests.app.test_incidents import tofu_setup as tofu_and_terraforms
+from tests.kube.objects import ago, cond, deployment_status, flux, ready, waiting
 
 Obj = dict[str, Any]
 TERRAFORMS = ("vpc", "dns")
+"""The Terraforms test_incidents.tofu_setup creates."""
 CHART_DIGEST = "sha256:" + "c" * 64
 
 
@@ -75,27 +77,12 @@ def _inventory(ns: str, names: Sequence[str]) -> Obj:
 
 
 def tofu_setup(ns: str) -> list[Obj]:
+    """test_incidents' tofu-controller, GitRepository and Terraforms; its Kustomization names a
+    Terraform in dependsOn, so it is replaced by the example's pair: one that deploys the
+    Terraforms and waits for them, and one that dependsOn it."""
     source = {"kind": "GitRepository", "name": "infra"}
     return [
-        deployment(ns, "tofu-controller", image=TOFU_IMAGE),
-        pod(ns, "tofu-controller", image=TOFU_IMAGE),
-        flux(
-            "GitRepository",
-            ns,
-            "infra",
-            spec={"url": "https://git.example/infra"},
-            status=ready(artifact={"revision": REV_A, "lastUpdateTime": "2026-01-01T00:00:00Z"}),
-        ),
-        *(
-            flux(
-                "Terraform",
-                ns,
-                name,
-                spec={"sourceRef": source, "path": f"./{name}"},
-                status=ready(lastAppliedRevision=REV_A),
-            )
-            for name in TERRAFORMS
-        ),
+        *(obj for obj in tofu_and_terraforms(ns) if obj["kind"] != "Kustomization"),
         flux(
             "Kustomization",
             ns,

@@ -25,10 +25,9 @@ from tests.e2e.rig import (
     Rig,
     fast_rules,
     run_args,
-    stalewatch_running,
 )
 from tests.e2e.scenarios import INCIDENTS
-from tests.export.promstack import prom_stack_running
+from tests.export.promstack import _process, prom_stack_running
 from tests.kube.support import poll
 from tests.kubeclient import Kube
 from watcher.export.dashboards import panel_queries
@@ -45,7 +44,7 @@ async def rig(
     refs = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in namespaces.values()]
     for ref in refs:
         await kube.create(ref)
-    listen = f"127.0.0.1:{free_port()}"
+    listen, log = f"127.0.0.1:{free_port()}", workdir / "stalewatch.log"
     proxy = Proxy(("127.0.0.1", control_plane.apiserver_port))
     kubeconfig = workdir / "kubeconfig"
     kubeconfig.write_text(
@@ -55,9 +54,7 @@ async def rig(
     try:
         with ExitStack() as running:
             running.enter_context(proxy.serving())
-            running.enter_context(
-                stalewatch_running(args, url=f"http://{listen}", log=workdir / "stalewatch.log")
-            )
+            running.enter_context(_process(args, f"http://{listen}/readyz", log))
             stack = running.enter_context(
                 prom_stack_running(
                     workdir,
@@ -67,7 +64,7 @@ async def rig(
                     external_labels={"cluster": CLUSTER},
                 )
             )
-            yield Rig(kube, stack, proxy, f"http://{listen}", workdir / "stalewatch.log", namespaces)
+            yield Rig(kube, stack, proxy, f"http://{listen}", log, namespaces)
     finally:
         for ref in refs:
             await kube.delete(ref)
