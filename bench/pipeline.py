@@ -27,7 +27,7 @@ import sys
 import time
 import tracemalloc
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -123,8 +123,20 @@ def stalewatch_pass(lines: list[bytes], *, evaluate_each: bool, now: datetime) -
     return time.process_time() - started
 
 
+def _churn_costs(model: HealthModel, churn: list[dict[str, Any]], *, now: datetime) -> list[float]:
+    costs = []
+    for obj in churn:
+        started = time.process_time()
+        model.upsert(obj, now=now)
+        model.evaluate(now)
+        costs.append(time.process_time() - started)
+    return sorted(costs)
+
+
 def scaling(lines: list[bytes], *, now: datetime) -> dict[str, float]:
-    """Per-event cost (upsert + evaluate) of the churn, with the whole cluster loaded."""
+    """Per-event cost (upsert + evaluate) of the churn, with the whole cluster loaded; then the
+    same during an incident: ten minutes later every controller's leader Lease has expired, so
+    every controller is down and every GitOps object carries a finding."""
     model = HealthModel(ModelConfig())
     churn = []
     for line in lines:
@@ -135,20 +147,22 @@ def scaling(lines: list[bytes], *, now: datetime) -> dict[str, float]:
         else:
             churn.append(obj)
     model.evaluate(now)
-    costs = []
-    for obj in churn:
-        started = time.process_time()
-        model.upsert(obj, now=now)
-        model.evaluate(now)
-        costs.append(time.process_time() - started)
+    costs = _churn_costs(model, churn, now=now)
     if not costs:
         return {"churn_events": 0}
-    costs.sort()
+    later = now + timedelta(minutes=10)
+    started = time.process_time()
+    incident = model.evaluate(later)
+    first = time.process_time() - started
+    during = _churn_costs(model, churn[:200], now=later)
     return {
         "churn_events": len(costs),
         "churn_event_us_mean": statistics.fmean(costs) * 1e6,
         "churn_event_us_p50": costs[len(costs) // 2] * 1e6,
         "churn_event_us_p99": costs[min(len(costs) - 1, int(len(costs) * 0.99))] * 1e6,
+        "incident_findings": len(incident.findings),
+        "incident_first_evaluate_ms": first * 1e3,
+        "incident_event_ms_mean": statistics.fmean(during) * 1e3,
     }
 
 

@@ -164,6 +164,15 @@ def render(machine: dict[str, Any], results: Sequence[dict[str, Any]]) -> str:
                 _num("pipeline", "churn_event_us_mean", unit=" µs"),
             ),
             ("same, p99", _num("pipeline", "churn_event_us_p99", unit=" µs")),
+            ("incident (every controller down): findings", _num("pipeline", "incident_findings")),
+            (
+                "incident: first evaluation",
+                _num("pipeline", "incident_first_evaluate_ms", spec=",.1f", unit=" ms"),
+            ),
+            (
+                "incident: churn event, mean",
+                _num("pipeline", "incident_event_ms_mean", spec=",.1f", unit=" ms"),
+            ),
         ],
     )
     lines += table(
