@@ -42,12 +42,8 @@ class Alert:
     name: str
 
     def matches(self, labels: dict[str, str], namespace: str) -> bool:
-        return (labels.get("alertname"), labels.get("kind"), labels.get("namespace"), labels.get("name")) == (
-            self.alertname,
-            self.kind,
-            namespace,
-            self.name,
-        )
+        wanted = {"alertname": self.alertname, "kind": self.kind, "namespace": namespace, "name": self.name}
+        return wanted.items() <= labels.items()
 
     def __str__(self) -> str:
         return f"{self.alertname} {self.kind}/{self.name}"
