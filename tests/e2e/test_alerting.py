@@ -27,7 +27,7 @@ from tests.e2e.rig import (
     run_args,
 )
 from tests.e2e.scenarios import INCIDENTS
-from tests.export.promstack import _process, prom_stack_running
+from tests.export.promstack import process_running, prom_stack_running
 from tests.kube.support import poll
 from tests.kubeclient import Kube
 from watcher.export.dashboards import panel_queries
@@ -54,7 +54,7 @@ async def rig(
     try:
         with ExitStack() as running:
             running.enter_context(proxy.serving())
-            running.enter_context(_process(args, f"http://{listen}/readyz", log))
+            running.enter_context(process_running(args, f"http://{listen}/readyz", log))
             stack = running.enter_context(
                 prom_stack_running(
                     workdir,

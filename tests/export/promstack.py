@@ -170,7 +170,7 @@ class PromStack:
 
 
 @contextmanager
-def _process(command: Sequence[str], ready_url: str, log: Path) -> Iterator[None]:
+def process_running(command: Sequence[str], ready_url: str, log: Path) -> Iterator[None]:
     with log.open("wb") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
         try:
@@ -234,8 +234,8 @@ def prom_stack_running(
     am_url, prom_url = f"http://127.0.0.1:{am_port}", f"http://127.0.0.1:{prom_port}"
     with (
         webhook.serving(),
-        _process(alertmanager, f"{am_url}/-/ready", workdir / "alertmanager.log"),
-        _process(prometheus, f"{prom_url}/-/ready", workdir / "prometheus.log"),
+        process_running(alertmanager, f"{am_url}/-/ready", workdir / "alertmanager.log"),
+        process_running(prometheus, f"{prom_url}/-/ready", workdir / "prometheus.log"),
     ):
         yield PromStack(prometheus_url=prom_url, alertmanager_url=am_url, webhook=webhook)
 
