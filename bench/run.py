@@ -260,6 +260,21 @@ async def measure_ksm(
     return out
 
 
+async def run_pipeline(stream: Path) -> dict[str, Any]:
+    """The pure pipeline on a recorded stream, in its own process pinned to one core."""
+    log(f"pipeline on {stream} (one core)")
+    done = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "bench.pipeline", str(stream)],
+        cwd=procs.ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    result: dict[str, Any] = orjson.loads(done.stdout)
+    return result
+
+
 async def bench_size(size: int, *, ksm: Path | None, workdir: Path) -> dict[str, Any]:
     plane = await asyncio.to_thread(start_plane)
     result: dict[str, Any] = {"size": size}
@@ -293,16 +308,7 @@ async def bench_size(size: int, *, ksm: Path | None, workdir: Path) -> dict[str,
                 leases.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await leases
-        log(f"{size}: pipeline on {result['stream_events']} recorded events (one core)")
-        done = await asyncio.to_thread(
-            subprocess.run,
-            [sys.executable, "-m", "bench.pipeline", str(stream)],
-            cwd=procs.ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        result["pipeline"] = orjson.loads(done.stdout)
+        result["pipeline"] = await run_pipeline(stream)
         return result
     finally:
         await asyncio.to_thread(plane.stop)
@@ -357,9 +363,21 @@ async def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ksm", type=Path, help="kube-state-metrics binary (bench/build_ksm.sh builds it)")
     parser.add_argument("--out", type=Path, default=procs.ROOT / "bench" / "results")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/stalewatch-bench"))
+    parser.add_argument(
+        "--pipeline-only",
+        action="store_true",
+        help="re-measure only the pipeline on the streams a previous run recorded in --workdir",
+    )
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.pipeline_only:
+        for size in sizes:
+            path = args.out / f"size-{size}.json"
+            result = orjson.loads(path.read_bytes())
+            result["pipeline"] = await run_pipeline(args.workdir / str(size) / "stream.jsonl")
+            path.write_bytes(orjson.dumps(result, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
+        return 0
     (args.workdir / "baseline").mkdir(parents=True, exist_ok=True)
     log("baseline: stalewatch on an API server with only the CRDs")
     info = machine(args.ksm)
