@@ -10,24 +10,15 @@ import pytest
 from kubernetes_asyncio import config as kube_config
 from kubernetes_asyncio.client import ApiClient, Configuration
 
-from tests.controlplane.harness import ControlPlane, binaries_dir
+from tests.controlplane.harness import CRDS, ControlPlane, running_control_plane
 from tests.kubeclient import Kube
-
-CRDS = Path(__file__).parent / "crds"
 
 
 @pytest.fixture(scope="session")
 def control_plane() -> Iterator[ControlPlane]:
     """The real control plane, with our CRDs installed and Established."""
-    plane = ControlPlane(bin_dir=binaries_dir())
-    plane.start()
-    try:
-        plane.kubectl("apply", "--server-side", "-f", str(CRDS))
-        plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
-        plane.wait_listable(sorted(p.stem.split("-", 1)[1] for p in CRDS.glob("*.yaml")))
+    with running_control_plane(CRDS) as plane:
         yield plane
-    finally:
-        plane.stop()
 
 
 async def client_for(kubeconfig: Path) -> ApiClient:

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import CRDS, client_for
-from tests.controlplane.harness import ControlPlane, binaries_dir
+from tests.conftest import client_for
+from tests.controlplane.harness import CRDS, ControlPlane, running_control_plane
 from tests.kube.objects import ago, cond, deployment, flux, lease, micro_stamp, pod, ready
 from tests.kube.support import Service, metric, poll, settings_for, until_no_problem
 from tests.kube.support import running as stalewatch_running
@@ -34,15 +34,8 @@ THRESHOLDS = {"stuck_reconciling_min": "1s", "stuck_reconciling_interval_factor"
 
 @pytest.fixture(scope="module")
 def plane() -> Iterator[ControlPlane]:
-    own = ControlPlane(bin_dir=binaries_dir())
-    own.start()
-    try:
-        own.kubectl("apply", "--server-side", "-f", str(CRDS))
-        own.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
-        own.wait_listable(sorted(p.stem.split("-", 1)[1] for p in CRDS.glob("*.yaml")))
+    with running_control_plane(CRDS) as own:
         yield own
-    finally:
-        own.stop()
 
 
 @pytest.fixture

@@ -19,7 +19,8 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ import yaml
 from tests.controlplane.pki import Pki, make_pki
 
 HERE = Path(__file__).resolve().parent
+CRDS = HERE.parent / "crds"
 
 
 def free_port() -> int:
@@ -195,6 +197,12 @@ class ControlPlane:
         path.write_text(yaml.safe_dump(config))
         return path
 
+    def install_crds(self, *paths: Path) -> None:
+        """Applies CRD files or folders and returns once every CRD in the server is usable."""
+        self.kubectl("apply", "--server-side", *(f"--filename={path}" for path in paths))
+        self.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
+        self.wait_listable(self.kubectl("get", "crd", "-o", "jsonpath={.items[*].metadata.name}").split())
+
     def wait_listable(self, resources: list[str], *, timeout: float = 60) -> None:
         """Established is not enough: a new CRD's watch cache answers 429 until it has synced."""
         deadline = time.monotonic() + timeout
@@ -226,6 +234,18 @@ class KubectlError(subprocess.CalledProcessError):
 
     def __str__(self) -> str:
         return f"{super().__str__()}\n{self.stderr}"
+
+
+@contextmanager
+def running_control_plane(*crds: Path) -> Iterator[ControlPlane]:
+    """A started control plane with `crds` installed, stopped on exit."""
+    plane = ControlPlane(bin_dir=binaries_dir())
+    plane.start()
+    try:
+        plane.install_crds(*crds)
+        yield plane
+    finally:
+        plane.stop()
 
 
 def _http_ok(url: str, *, context: ssl.SSLContext | None = None) -> bool:

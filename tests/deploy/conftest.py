@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.controlplane.harness import ControlPlane, binaries_dir, free_port
+from tests.controlplane.harness import CRDS, ControlPlane, free_port, running_control_plane
 from tests.deploy.dockerfile import BASE_IMAGE_BIN, Stage, parse, replay_builder
 
 REPO = Path(__file__).resolve().parents[2]
@@ -39,16 +39,8 @@ RBAC_KINDS = ("Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding"
 
 @pytest.fixture(scope="package")
 def plane() -> Iterator[ControlPlane]:
-    plane = ControlPlane(bin_dir=binaries_dir())
-    plane.start()
-    try:
-        crd_files = [REPO / "tests" / "crds", HERE / "crds.yaml"]
-        plane.kubectl("apply", "--server-side", *(f"--filename={path}" for path in crd_files))
-        plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
-        plane.wait_listable(plane.kubectl("get", "crd", "-o", "jsonpath={.items[*].metadata.name}").split())
+    with running_control_plane(CRDS, HERE / "crds.yaml") as plane:
         yield plane
-    finally:
-        plane.stop()
 
 
 def render(plane: ControlPlane, path: Path) -> list[dict[str, Any]]:
