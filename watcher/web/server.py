@@ -7,6 +7,8 @@
                     says whether the data is live: `up`, `synced`, `stale`, and the kinds
                     stalewatch cannot see (`forbidden_kinds`) or has not listed yet.
   /metrics          the model's and the watcher's metrics from one registry.
+  /                 the single-pane HTML view of all that (watcher.web.page); `?namespace=NS`
+                    filters its object and revision tables.
 
 It only renders: the evaluation and the telemetry come in, nothing here talks to the cluster.
 Rendering runs in a worker thread so a large scrape does not stall the watches.
@@ -28,6 +30,7 @@ from watcher.export.metrics import render
 from watcher.export.report import summary
 from watcher.model.types import Evaluation
 from watcher.telemetry import Telemetry
+from watcher.web.page import SECURITY_HEADERS, render_page
 
 EvaluationSource = Callable[[], Evaluation | None]
 
@@ -48,6 +51,7 @@ def create_app(
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/api/v1/findings", findings)
     app.router.add_get("/metrics", metrics)
+    app.router.add_get("/", index)
     return app
 
 
@@ -96,6 +100,20 @@ async def metrics(request: web.Request) -> web.Response:
     response = web.Response(body=body)
     response.headers["Content-Type"] = content_type
     return response
+
+
+async def index(request: web.Request) -> web.Response:
+    telemetry, evaluation = request.app[TELEMETRY], request.app[SOURCE]()
+    counts = {"objects": telemetry.objects(), "load_errors": telemetry.malformed_now()}
+    body = await asyncio.to_thread(
+        render_page,
+        evaluation,
+        watch_status(telemetry),
+        now=datetime.now(UTC),
+        namespace=request.query.get("namespace") or None,
+        **counts,
+    )
+    return web.Response(body=body, content_type="text/html", charset="utf-8", headers=SECURITY_HEADERS)
 
 
 def watch_status(telemetry: Telemetry) -> dict[str, Any]:
