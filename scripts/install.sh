@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 what=${1:-all}   # "runtime" for the venv only, "all" for the test tooling too
 
 if [ "$what" = all ]; then
-  packages=(prometheus prometheus-alertmanager)
+  packages=(prometheus prometheus-alertmanager chromium)
   missing=()
   for pkg in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
