@@ -73,16 +73,8 @@ async def limited_kubeconfig(
     }
     for obj in (account, role, binding):
         await kube.create(obj)
-    token = await kube.request(
-        "POST",
-        f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
-        body={
-            "apiVersion": "authentication.k8s.io/v1",
-            "kind": "TokenRequest",
-            "spec": {"expirationSeconds": 600},
-        },
-    )
-    yield control_plane.write_kubeconfig(tmp_path / "limited", user={"token": token["status"]["token"]})
+    token = control_plane.service_account_token(namespace, name)
+    yield control_plane.write_kubeconfig(tmp_path / "limited", user={"token": token})
     for obj in (binding, role):
         await kube.delete(obj)
 

@@ -215,6 +215,13 @@ class ControlPlane:
                     raise
                 time.sleep(0.2)
 
+    def service_account_token(self, namespace: str, name: str) -> str:
+        """A token for a ServiceAccount from the TokenRequest API, as the kubelet mints a pod's."""
+        request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}
+        path = f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token"
+        minted = json.loads(self.kubectl("create", "--raw", path, "-f", "-", stdin=json.dumps(request)))
+        return str(minted["status"]["token"])
+
     def kubectl(self, *args: str, kubeconfig: Path | None = None, stdin: str | None = None) -> str:
         """Runs the kubectl built beside the API server, as a user would."""
         done = subprocess.run(

@@ -156,16 +156,8 @@ async def test_rbac_is_enforced_for_a_service_account_without_rights(
         "metadata": {"name": "nobody", "namespace": namespace},
     }
     await kube.create(sa)
-    token = await kube.request(
-        "POST",
-        f"/api/v1/namespaces/{namespace}/serviceaccounts/nobody/token",
-        body={
-            "apiVersion": "authentication.k8s.io/v1",
-            "kind": "TokenRequest",
-            "spec": {"expirationSeconds": 600},
-        },
-    )
-    kubeconfig = control_plane.write_kubeconfig(tmp_path / "nobody", user={"token": token["status"]["token"]})
+    token = control_plane.service_account_token(namespace, "nobody")
+    kubeconfig = control_plane.write_kubeconfig(tmp_path / "nobody", user={"token": token})
     async with await client_for(kubeconfig) as api:
         nobody = Kube(api)
         whoami = await nobody.request(

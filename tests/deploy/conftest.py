@@ -9,7 +9,6 @@ that the other tests' shared server should not see.
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import shutil
@@ -91,13 +90,11 @@ def token_kubeconfig(plane: ControlPlane, rbac: list[dict[str, Any]], shared_dir
     """A kubeconfig holding nothing but a token minted for deploy/'s ServiceAccount through
     the TokenRequest API, as the kubelet mints the pod's projected token."""
     account = one(rbac, "ServiceAccount")["metadata"]
-    request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}
-    path = f"/api/v1/namespaces/{account['namespace']}/serviceaccounts/{account['name']}/token"
-    token = json.loads(plane.kubectl("create", "--raw", path, "-f", "-", stdin=json.dumps(request)))
+    token = plane.service_account_token(account["namespace"], account["name"])
     assert plane.pki is not None
     ca = shared_dir / "ca.crt"
     shutil.copyfile(plane.pki.ca_cert, ca)
-    kubeconfig = plane.write_kubeconfig(shared_dir / "kubeconfig", user={"token": token["status"]["token"]})
+    kubeconfig = plane.write_kubeconfig(shared_dir / "kubeconfig", user={"token": token})
     config = yaml.safe_load(kubeconfig.read_text())
     config["clusters"][0]["cluster"]["certificate-authority"] = str(ca)
     kubeconfig.write_text(yaml.safe_dump(config))
