@@ -44,6 +44,7 @@ VPC = subject("Terraform", "flux-system", "vpc")
 DNS = subject("Terraform", "flux-system", "dns")
 APPS = subject("Kustomization", "flux-system", "apps")
 WEB = subject("Kustomization", "web", "frontend")
+FLEET = subject("GitRepository", "web", "fleet")
 
 
 def finding(
@@ -101,6 +102,7 @@ def incident(*, skew_message: str = HOSTILE) -> Evaluation:
             health(DNS, stale=True, controller="tofu-controller"),
             ObjectHealth(APPS, Status.IN_PROGRESS, "DependencyNotReady", False, "kustomize-controller", NOW),
             health(WEB, controller="kustomize-controller"),
+            health(FLEET, controller="source-controller"),
         ],
         controllers=[
             ControllerHealth(TOFU, False, "ImagePullBackOff", (TOFU_GROUP,), DOWN_SINCE, "tofu-controller"),

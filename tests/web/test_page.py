@@ -87,8 +87,8 @@ def test_the_blast_radius_groups_affected_objects_by_kind_with_the_symptoms_foun
     kinds = [dt.text for dt in blast.all("dt")]
     entries = [[li.text for li in dd.all("li")] for dd in blast.all("dd")]
     assert dict(zip(kinds, entries, strict=True)) == {
-        "Kustomization (1)": ["flux-system/appsDependencyBlocked, StuckReconciling"],
-        "Terraform (2)": ["flux-system/dnsStatusStale", "flux-system/vpcStatusStale"],
+        "Kustomization (1)": ["flux-system/apps DependencyBlocked, StuckReconciling"],
+        "Terraform (2)": ["flux-system/dns StatusStale", "flux-system/vpc StatusStale"],
     }
 
 
@@ -191,7 +191,7 @@ def test_before_the_first_evaluation_the_page_says_it_is_waiting() -> None:
 
 def test_the_namespace_filter_narrows_objects_and_revisions_but_never_the_roots() -> None:
     doc = page(incident(), namespace="web")
-    assert [r[:3] for r in rows(doc, "objects")] == [["Kustomization", "web", "frontend"]]
+    assert [r[2] for r in rows(doc, "objects")] == ["frontend", "fleet"]
     assert [r[0] for r in rows(doc, "revisions")] == ["Kustomization web/frontend"]
     assert len(headings(doc)) == 2
     links = {a.text: a.attrs["href"] for a in doc.one("p", "filter").all("a")}
@@ -199,13 +199,14 @@ def test_the_namespace_filter_narrows_objects_and_revisions_but_never_the_roots(
     assert doc.one("p", "filter").one("strong").text == "web"
 
 
-def test_problem_objects_come_first_and_stale_ones_are_marked() -> None:
+def test_objects_with_findings_or_a_stale_status_come_first_and_say_so() -> None:
     table = rows(page(incident()), "objects")
-    assert [(r[2], r[3]) for r in table] == [
-        ("apps", "InProgress"),
-        ("dns", "Current stale"),
-        ("vpc", "Current stale"),
-        ("frontend", "Current"),
+    assert [(r[2], r[3], r[5]) for r in table] == [
+        ("apps", "InProgress", "DependencyBlocked, StuckReconciling"),
+        ("frontend", "Current", "RevisionSkew"),
+        ("dns", "Current stale", "StatusStale"),
+        ("vpc", "Current stale", "StatusStale"),
+        ("fleet", "Current", ""),
     ]
 
 

@@ -54,7 +54,7 @@ nav a{margin-right:1em}
 .sev{font-weight:700;text-transform:uppercase}.critical .sev{color:#c5221f}
 .warning .sev{color:#b06000}.info .sev{color:#1a73e8}
 .message{white-space:pre-wrap;margin:.3em 0}.since{color:#5f6368;margin:0}
-.tags{color:#5f6368;margin-left:.6em}ul{margin:.1em 0 .3em;padding-left:1.4em}
+.tags{color:#5f6368;margin-left:.3em}ul{margin:.1em 0 .3em;padding-left:1.4em}
 dl.blast dt{font-weight:600}dl.blast dd{margin-left:1em}
 dl.evidence{display:grid;grid-template-columns:max-content auto;gap:.1em 1em}
 dl.evidence dd{margin:0;white-space:pre-wrap;word-break:break-all}
@@ -101,7 +101,7 @@ def render_page(
             roots, symptoms, findings=len(evaluation.findings), objects=objects, now=evaluation.now
         )
         body += _controllers(evaluation.controllers, now=evaluation.now)
-        body += _objects(evaluation.objects, namespace=namespace, now=evaluation.now)
+        body += _objects(evaluation.objects, evaluation.findings, namespace=namespace, now=evaluation.now)
         body += _revisions(evaluation.revisions, namespace=namespace)
     title = f"stalewatch: {_plural(len(roots), 'root cause')}" if roots else "stalewatch"
     head = (
@@ -213,7 +213,7 @@ def _blast_radius(root: Finding, symptoms: list[Finding]) -> Iterable[str]:
         yield f"<dt>{escape(kind)} ({len(entries)})</dt><dd><ul>"
         for label, types in entries:
             subject = f'<span class="subject">{escape(label)}</span>'
-            yield f'<li>{subject}<span class="tags">{escape(types)}</span></li>'
+            yield f'<li>{subject} <span class="tags">{escape(types)}</span></li>'
         yield "</ul></dd>"
     yield "</dl>"
     yield from _more(len(tags) - MAX_AFFECTED, "affected objects")
@@ -232,8 +232,12 @@ def _controllers(controllers: Sequence[ControllerHealth], *, now: datetime) -> I
     yield "</table></section>"
 
 
-def _objects(objects: Sequence[ObjectHealth], *, namespace: str | None, now: datetime) -> Iterable[str]:
-    """Problems first (stale or not Current), so the bound never hides them."""
+def _objects(
+    objects: Sequence[ObjectHealth], findings: Sequence[Finding], *, namespace: str | None, now: datetime
+) -> Iterable[str]:
+    """Each object with the finding types on it. kstatus alone says Current for an object that
+    waits on a dependency (Ready=False is not one of its conditions), so the findings column is
+    what marks it. Problems first, so the row bound never hides them."""
     yield '<section id="objects"><h2>GitOps objects</h2>'
     yield from _namespace_filter(sorted({o.subject["namespace"] for o in objects} - {""}), namespace)
     shown = [o for o in objects if namespace is None or o.subject["namespace"] == namespace]
@@ -241,13 +245,21 @@ def _objects(objects: Sequence[ObjectHealth], *, namespace: str | None, now: dat
         where = f" in namespace {namespace}" if namespace is not None else ""
         yield f"<p>No GitOps objects{escape(where)}.</p></section>"
         return
-    shown.sort(key=lambda o: (not (o.stale or o.status != Status.CURRENT), _key(o.subject)))
-    yield _row("th", ["Kind", "Namespace", "Name", "Status", "Reason", "Controller", "Last transition"])
+    types: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+    for found in findings:
+        types[_key(found.subject)].add(str(found.type))
+
+    def bad(o: ObjectHealth) -> bool:
+        return o.stale or o.status != Status.CURRENT or bool(types.get(_key(o.subject)))
+
+    shown.sort(key=lambda o: (not bad(o), _key(o.subject)))
+    header = ["Kind", "Namespace", "Name", "Status", "Reason", "Findings", "Controller", "Last transition"]
+    yield _row("th", header)
     for o in shown[:MAX_ROWS]:
         mark = escape(str(o.status)) + (' <strong class="down">stale</strong>' if o.stale else "")
-        subject, bad = o.subject, o.stale or o.status != Status.CURRENT
-        cells = [subject["kind"], subject["namespace"], subject["name"], None, o.reason, o.controller or ""]
-        yield _row("td", [*cells, _since(o.last_transition, now)], raw={3: mark}, css="bad" if bad else "")
+        subject, on = o.subject, ", ".join(sorted(types.get(_key(o.subject), ())))
+        cells = [subject["kind"], subject["namespace"], subject["name"], None, o.reason, on, o.controller]
+        yield _row("td", [*cells, _since(o.last_transition, now)], raw={3: mark}, css="bad" if bad(o) else "")
     yield "</table>"
     yield from _more(len(shown) - MAX_ROWS, "objects")
     yield "</section>"

@@ -1,0 +1,170 @@
+"""The page in a real headless Chromium, served by the real aiohttp app: what on-call sees,
+that hostile text stays text (no element, no dialog, no request), and that the browser enforces
+the policy without blocking the page's own stylesheet.
+
+Once from a hand-made incident, once end to end: the tofu-controller outage enacted in the real
+API server, watched by the real `stalewatch run`, read in the browser.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from aiohttp.test_utils import TestServer
+from playwright.async_api import Page, Response
+
+from tests.app.test_incidents import POD, THRESHOLDS, TOFU_IMAGE, Expect, both, patch, tofu_setup
+from tests.controlplane.harness import ControlPlane
+from tests.kube.objects import cond, deployment_status, waiting
+from tests.kube.support import running, settings_for, until_no_problem
+from tests.kubeclient import Kube
+from tests.web.conftest import Watched
+from tests.web.incident import HOSTILE, incident
+from watcher.export.metrics import build_registry
+from watcher.model.types import Evaluation
+from watcher.telemetry import Telemetry
+from watcher.web.page import SECURITY_HEADERS
+from watcher.web.server import create_app
+
+CRITICAL_RED = "rgb(197, 34, 31)"
+
+
+def live_telemetry() -> Telemetry:
+    telemetry = Telemetry(up=True, started=True)
+    stats = telemetry.kind("kustomize.toolkit.fluxcd.io", "Kustomization")
+    stats.synced = stats.live = True
+    stats.objects = 4
+    return telemetry
+
+
+@pytest.fixture
+async def served() -> AsyncIterator[str]:
+    """The hand-made incident behind the real app; yields the page's URL."""
+    evaluation: Evaluation = incident()
+    app = create_app(
+        telemetry=live_telemetry(), source=lambda: evaluation, registry=build_registry(lambda: evaluation)
+    )
+    async with TestServer(app) as server:
+        yield str(server.make_url("/"))
+
+
+async def open_page(tab: Watched, url: str) -> Response:
+    response = await tab.page.goto(url)
+    assert response is not None
+    assert response.status == 200
+    return response
+
+
+async def texts(page: Page, selector: str) -> list[str]:
+    return [text.strip() for text in await page.locator(selector).all_inner_texts()]
+
+
+async def evidence(page: Page, root: str) -> dict[str, str]:
+    """Opens the root's collapsed evidence (it must start closed) and reads it."""
+    details = page.locator(f"{root} details")
+    assert await details.get_attribute("open") is None
+    assert not await details.locator("dl").is_visible()
+    await details.locator("summary").click()
+    keys = await texts(page, f"{root} dl.evidence dt")
+    return dict(zip(keys, await texts(page, f"{root} dl.evidence dd"), strict=True))
+
+
+def assert_nothing_executed(tab: Watched, url: str) -> None:
+    """No alert() ran, no CSP violation or other error was logged, and nothing but the page
+    itself was fetched (an injected <img src=x> would have been)."""
+    assert tab.dialogs == []
+    assert tab.errors == []
+    assert [r for r in tab.requests if not r.startswith(url)] == []
+
+
+async def assert_no_injected_elements(page: Page) -> None:
+    assert await page.locator("script").count() == 0
+    assert await page.locator("img").count() == 0
+
+
+async def test_in_chromium_the_incident_reads_root_first_and_hostile_text_stays_text(
+    tab: Watched, served: str, tmp_path: Path
+) -> None:
+    response = await open_page(tab, served)
+    headers = response.headers
+    assert headers["content-security-policy"] == SECURITY_HEADERS["Content-Security-Policy"]
+    assert (headers["x-content-type-options"], headers["referrer-policy"]) == ("nosniff", "no-referrer")
+    page = tab.page
+    assert await texts(page, "article h3") == [
+        "CRITICAL ControllerDown: Deployment flux-system/tofu-controller",
+        "WARNING RevisionSkew: Kustomization web/frontend",
+    ]
+    assert await texts(page, "article.critical dl.blast li") == [
+        "flux-system/apps DependencyBlocked, StuckReconciling",
+        "flux-system/dns StatusStale",
+        "flux-system/vpc StatusStale",
+    ]
+    assert await page.locator("article.warning p.message").inner_text() == HOSTILE
+    assert (await evidence(page, "article.critical"))["message"] == HOSTILE
+    await assert_no_injected_elements(page)
+    style = await page.locator("article.critical").evaluate("e => getComputedStyle(e).borderLeftColor")
+    assert style == CRITICAL_RED, "the CSP blocked the page's own stylesheet"
+    await page.screenshot(path=tmp_path / "incident.png", full_page=True)
+
+    await page.get_by_role("link", name="web", exact=True).click()
+    assert page.url.endswith("/?namespace=web#objects")
+    assert await texts(page, "#objects td:nth-child(3)") == ["frontend", "fleet"]
+    assert_nothing_executed(tab, served.removesuffix("/"))
+
+
+@pytest.mark.cluster
+async def test_the_real_stalewatch_run_shows_a_tofu_outage_in_chromium(
+    control_plane: ControlPlane, kube: Kube, namespace: str, tab: Watched, tmp_path: Path
+) -> None:
+    """The pod's waiting message is written by whoever can write Pod status: here, an attacker."""
+    for obj in tofu_setup(namespace):
+        await kube.create(obj)
+    settings = settings_for(control_plane.kubeconfig, include_namespaces=[namespace], thresholds=THRESHOLDS)
+    outage = both(
+        patch("Pod", "tofu-controller" + POD, waiting("ImagePullBackOff", HOSTILE, image=TOFU_IMAGE)),
+        patch("Deployment", "tofu-controller", deployment_status(0)),
+        patch(
+            "Kustomization",
+            "apps",
+            {"conditions": [cond("Ready", "False", "DependencyNotReady", "dependency 'vpc' is not ready")]},
+        ),
+    )
+    expect = Expect(
+        ("ControllerDown", "Deployment", "tofu-controller"),
+        [
+            ("StatusStale", "Terraform", "vpc"),
+            ("StatusStale", "Terraform", "dns"),
+            ("DependencyBlocked", "Kustomization", "apps"),
+        ],
+    )
+    async with running(settings) as service:
+        await outage(kube, namespace)
+
+        async def problem() -> str:
+            return expect.problem((await service.findings())["findings"])
+
+        await until_no_problem(problem, within=5, what="the outage served as one root")
+        response = await open_page(tab, service.url + "/")
+        assert "content-security-policy" in response.headers
+        page = tab.page
+        assert await texts(page, ".banner") == ["Live: every watch is synced and the API server answers."]
+        assert await texts(page, "article h3") == [
+            f"CRITICAL ControllerDown: Deployment {namespace}/tofu-controller"
+        ]
+        assert await texts(page, "article dl.blast dt") == ["Kustomization (1)", "Terraform (2)"]
+        assert await texts(page, "article dl.blast li") == [
+            f"{namespace}/apps DependencyBlocked",
+            f"{namespace}/dns StatusStale",
+            f"{namespace}/vpc StatusStale",
+        ]
+        shown = await evidence(page, "article.critical")
+        assert (shown["reason"], shown["message"]) == ("ImagePullBackOff", HOSTILE)
+        await assert_no_injected_elements(page)
+        await page.screenshot(path=tmp_path / "tofu-outage.png", full_page=True)
+
+        await open_page(tab, f"{service.url}/?namespace={namespace}")
+        names = await texts(page, "#objects td:nth-child(3)")
+        assert names == ["apps", "dns", "vpc", "infra"], "the objects with findings come first"
+        assert_nothing_executed(tab, service.url)
