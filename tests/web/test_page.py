@@ -136,6 +136,8 @@ def test_a_clean_cluster_says_how_many_objects_were_found_healthy() -> None:
     assert doc.one("p", "healthy").text == "No findings: 3 objects evaluated, all healthy."
     assert not doc.all("article")
     assert doc.one("title").text == "stalewatch"
+    empty = page(healthy(0), objects=0)
+    assert [p.text for p in empty.by_id("roots").all("p")] == ["No objects seen yet."]
 
 
 @pytest.mark.parametrize(
@@ -261,3 +263,10 @@ def test_the_policy_forbids_every_script_and_allows_only_the_pages_own_style() -
         "nosniff",
         "no-referrer",
     )
+
+
+def test_the_page_refreshes_itself_and_links_the_machine_readable_views() -> None:
+    doc = page(healthy())
+    refresh = [m.attrs for m in doc.all("meta") if m.attrs.get("http-equiv") == "refresh"]
+    assert refresh == [{"http-equiv": "refresh", "content": "10"}]
+    assert [a.attrs["href"] for a in doc.one("nav").all("a")] == ["/api/v1/findings", "/metrics"]

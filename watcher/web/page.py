@@ -68,7 +68,7 @@ _CSS_HASH = base64.b64encode(hashlib.sha256(_CSS.encode()).digest()).decode()
 
 SECURITY_HEADERS: Mapping[str, str] = {
     "Content-Security-Policy": (
-        f"default-src 'none'; style-src 'sha256-{_CSS_HASH}'; form-action 'self'; "
+        f"default-src 'none'; style-src 'sha256-{_CSS_HASH}'; form-action 'none'; "
         "base-uri 'none'; frame-ancestors 'none'"
     ),
     "X-Content-Type-Options": "nosniff",
@@ -158,6 +158,9 @@ def _findings(
     now: datetime,
 ) -> Iterable[str]:
     yield '<section id="roots"><h2>Root causes</h2>'
+    if not roots and not objects:
+        yield "<p>No objects seen yet.</p></section>"
+        return
     if not roots:
         text = f"No findings: {objects} objects evaluated, all healthy."
         yield f'<p class="healthy">{escape(text)}</p></section>'
@@ -177,7 +180,7 @@ def _findings(
 
 def _root(root: Finding, symptoms: list[Finding], *, now: datetime) -> Iterable[str]:
     severity = escape(str(root.severity))
-    since = f"since {rfc3339(root.since)} ({format_age(root.since, now)})" if root.since else "since unknown"
+    since = f"since {_since(root.since, now)}" if root.since else "since unknown"
     yield f'<article class="finding {severity}" id="{escape(root.id)}">'
     yield (
         f'<h3><span class="sev">{severity}</span> {escape(str(root.type))}: '
