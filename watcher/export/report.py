@@ -9,13 +9,15 @@ of their own: that is the whole point of correlating them.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
 import orjson
 
 from watcher.model.types import Evaluation, Finding, FindingType, Severity, Subject, rfc3339
+
+SubjectKey = tuple[str, str, str]
 
 _COLORS = {
     Severity.CRITICAL: "\x1b[1;31m",
@@ -30,15 +32,15 @@ def render_text(evaluation: Evaluation, *, objects: int, load_errors: int = 0, c
     """The human report; `objects` is how many objects were evaluated, `load_errors` how many
     files or objects were skipped (their messages go to stderr, the report only points at them)."""
     if evaluation.findings:
-        roots, symptoms = _by_root(evaluation.findings)
+        roots, symptoms = by_root(evaluation.findings)
         blocks = [_root_block(root, symptoms[root.id], now=evaluation.now, color=color) for root in roots]
-        lines = ["\n\n".join(blocks), "", _summary_line(roots, evaluation.findings, objects)]
+        lines = ["\n\n".join(blocks), "", summary_line(roots, len(evaluation.findings), objects)]
     elif objects:
         lines = [f"No findings: {objects} objects evaluated, all healthy."]
     else:
         lines = ["No objects were evaluated."]
     if load_errors:
-        lines.append(f"{_plural(load_errors, 'load error')} (see stderr): what they name was not evaluated.")
+        lines.append(f"{plural(load_errors, 'load error')} (see stderr): what they name was not evaluated.")
     return "\n".join(lines) + "\n"
 
 
@@ -85,7 +87,7 @@ def format_age(since: datetime, now: datetime) -> str:
     return ("".join(f"{count}{unit}" for count, unit in counts[first : first + 2] if count) or "0s") + " ago"
 
 
-def _by_root(findings: list[Finding]) -> tuple[list[Finding], dict[str, list[Finding]]]:
+def by_root(findings: list[Finding]) -> tuple[list[Finding], dict[str, list[Finding]]]:
     """Roots in the model's order; a symptom whose root is missing is shown as a root, never dropped."""
     ids = {f.id for f in findings}
     roots = [f for f in findings if f.root_cause is None or f.root_cause not in ids]
@@ -96,6 +98,53 @@ def _by_root(findings: list[Finding]) -> tuple[list[Finding], dict[str, list[Fin
     return roots, symptoms
 
 
+def symptom_tags(root: Finding, symptoms: list[Finding]) -> tuple[list[str], dict[SubjectKey, set[str]]]:
+    """(types of the symptoms on the root's own object, {each other affected object: its symptom types})."""
+    own_key = subject_key(root.subject)
+    own: set[str] = set()
+    tags: dict[SubjectKey, set[str]] = {subject_key(s): set() for s in root.affected}
+    for symptom in symptoms:
+        key = subject_key(symptom.subject)
+        if key == own_key:
+            own.add(str(symptom.type))
+        else:
+            tags.setdefault(key, set()).add(str(symptom.type))
+    return sorted(own), tags
+
+
+def group_by_kind(
+    tags: dict[SubjectKey, set[str]], *, limit: int | None = None
+) -> dict[str, list[tuple[str, str]]]:
+    """{kind: [("namespace/name", "Type, Type"), ...]} in subject order, the first `limit` subjects."""
+    by_kind: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for kind, namespace, name in sorted(tags)[:limit]:
+        label = f"{namespace}/{name}" if namespace else name
+        by_kind[kind].append((label, ", ".join(sorted(tags[kind, namespace, name]))))
+    return by_kind
+
+
+def summary_line(roots: Sequence[Finding], findings: int, objects: int) -> str:
+    severities = Counter(root.severity for root in roots)
+    split = ", ".join(f"{severities[s]} {s}" for s in Severity if severities[s])
+    return (
+        f"{plural(len(roots), 'root cause')} ({split}), {plural(findings - len(roots), 'symptom')}; "
+        f"{plural(objects, 'object')} evaluated."
+    )
+
+
+def subject_key(subject: Subject) -> SubjectKey:
+    return subject["kind"], subject["namespace"], subject["name"]
+
+
+def plain(value: object) -> str:
+    """Evidence values as one line: strings as they are, anything else as JSON."""
+    return value if isinstance(value, str) else orjson.dumps(value, default=str).decode()
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def _root_block(root: Finding, symptoms: list[Finding], *, now: datetime, color: bool) -> str:
     severity = str(root.severity).upper()
     if color:
@@ -104,59 +153,29 @@ def _root_block(root: Finding, symptoms: list[Finding], *, now: datetime, color:
     since = f"since {rfc3339(root.since)} ({format_age(root.since, now)})" if root.since else "since unknown"
     lines = [f"{severity} {root.type}: {subject}", f"  {since}"]
     lines += _indented(root.message, "  ")
-    own = sorted({str(s.type) for s in symptoms if _key(s.subject) == _key(root.subject)})
+    own, tags = symptom_tags(root, symptoms)
     if own:
         lines.append(f"  also on this object: {', '.join(own)}")
-    lines += _blast_radius(root, [s for s in symptoms if _key(s.subject) != _key(root.subject)])
+    lines += _blast_radius(tags)
     if root.evidence:
         lines.append("  evidence:")
         for key, value in root.evidence.items():
-            lines += _indented(f"{key}: {_plain(value)}", "    ")
+            lines += _indented(f"{key}: {plain(value)}", "    ")
     return "\n".join(lines)
 
 
-def _blast_radius(root: Finding, symptoms: list[Finding]) -> list[str]:
+def _blast_radius(tags: dict[SubjectKey, set[str]]) -> list[str]:
     """Affected subjects grouped by kind, each tagged with the finding types seen on it."""
-    tags: dict[tuple[str, str, str], set[str]] = defaultdict(set)
-    for subject in root.affected:
-        tags.setdefault(_key(subject), set())
-    for symptom in symptoms:
-        tags[_key(symptom.subject)].add(str(symptom.type))
     if not tags:
         return []
-    by_kind: dict[str, list[tuple[str, str]]] = defaultdict(list)
-    for kind, namespace, name in sorted(tags):
-        label = f"{namespace}/{name}" if namespace else name
-        by_kind[kind].append((label, ", ".join(sorted(tags[kind, namespace, name]))))
+    by_kind = group_by_kind(tags)
     width = max(len(label) for entries in by_kind.values() for label, _ in entries)
-    lines = [f"  blast radius: {_plural(len(tags), 'object')}"]
+    lines = [f"  blast radius: {plural(len(tags), 'object')}"]
     for kind, entries in by_kind.items():
         lines.append(f"    {kind} ({len(entries)})")
         lines += [f"      {label:<{width}}  {types}".rstrip() for label, types in entries]
     return lines
 
 
-def _summary_line(roots: list[Finding], findings: list[Finding], objects: int) -> str:
-    severities = Counter(root.severity for root in roots)
-    split = ", ".join(f"{severities[s]} {s}" for s in Severity if severities[s])
-    symptoms = len(findings) - len(roots)
-    return (
-        f"{_plural(len(roots), 'root cause')} ({split}), {_plural(symptoms, 'symptom')}; "
-        f"{_plural(objects, 'object')} evaluated."
-    )
-
-
-def _key(subject: Subject) -> tuple[str, str, str]:
-    return subject["kind"], subject["namespace"], subject["name"]
-
-
 def _indented(text: str, prefix: str) -> Iterable[str]:
     return ((prefix + line).rstrip() for line in text.splitlines() or [""])
-
-
-def _plain(value: object) -> str:
-    return value if isinstance(value, str) else orjson.dumps(value, default=str).decode()
-
-
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"

@@ -16,14 +16,25 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from html import escape
 from typing import Any
 from urllib.parse import urlencode
 
-from watcher.export.report import _by_root, _key, _plain, _plural, describe, format_age
+from watcher.export.report import (
+    SubjectKey,
+    by_root,
+    describe,
+    format_age,
+    group_by_kind,
+    plain,
+    plural,
+    subject_key,
+    summary_line,
+    symptom_tags,
+)
 from watcher.model.types import (
     ControllerHealth,
     Evaluation,
@@ -95,7 +106,7 @@ def render_page(
     roots: list[Finding] = []
     body = [*_header(evaluation, status, now=now, load_errors=load_errors)]
     if evaluation is not None:
-        roots, symptoms = _by_root(evaluation.findings)
+        roots, symptoms = by_root(evaluation.findings)
         roots.sort(key=lambda root: _SEVERITY_RANK[root.severity])
         body += _findings(
             roots, symptoms, findings=len(evaluation.findings), objects=objects, now=evaluation.now
@@ -103,7 +114,7 @@ def render_page(
         body += _controllers(evaluation.controllers, now=evaluation.now)
         body += _objects(evaluation.objects, evaluation.findings, namespace=namespace, now=evaluation.now)
         body += _revisions(evaluation.revisions, namespace=namespace)
-    title = f"stalewatch: {_plural(len(roots), 'root cause')}" if roots else "stalewatch"
+    title = f"stalewatch: {plural(len(roots), 'root cause')}" if roots else "stalewatch"
     head = (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="refresh" content="{REFRESH_SECONDS}">'
@@ -126,7 +137,7 @@ def _header(
         age = format_age(evaluation.now, now)
         yield f"<p>Evaluated at <time>{escape(rfc3339(evaluation.now) or '')}</time> ({escape(age)}).</p>"
     if load_errors:
-        what = _plural(load_errors, "object")
+        what = plural(load_errors, "object")
         yield f"<p>{escape(what)} skipped as malformed (see the log): not evaluated.</p>"
     yield "</header>"
 
@@ -165,13 +176,7 @@ def _findings(
         text = f"No findings: {objects} objects evaluated, all healthy."
         yield f'<p class="healthy">{escape(text)}</p></section>'
         return
-    by_severity = Counter(root.severity for root in roots)
-    split = ", ".join(f"{by_severity[s]} {s}" for s in Severity if by_severity[s])
-    line = (
-        f"{_plural(len(roots), 'root cause')} ({split}), {_plural(findings - len(roots), 'symptom')}; "
-        f"{_plural(objects, 'object')} evaluated."
-    )
-    yield f"<p>{escape(line)}</p>"
+    yield f"<p>{escape(summary_line(roots, findings, objects))}</p>"
     for root in roots[:MAX_ROOTS]:
         yield from _root(root, symptoms.get(root.id, []), now=now)
     yield from _more(len(roots) - MAX_ROOTS, "root causes (all in the findings JSON)")
@@ -187,31 +192,24 @@ def _root(root: Finding, symptoms: list[Finding], *, now: datetime) -> Iterable[
         f'<span class="subject">{escape(describe(root.subject))}</span></h3>'
     )
     yield f'<p class="since">{escape(since)}</p><p class="message">{escape(root.message)}</p>'
-    own = sorted({str(s.type) for s in symptoms if _key(s.subject) == _key(root.subject)})
+    own, tags = symptom_tags(root, symptoms)
     if own:
         yield f"<p>Also on this object: {escape(', '.join(own))}</p>"
-    yield from _blast_radius(root, [s for s in symptoms if _key(s.subject) != _key(root.subject)])
+    yield from _blast_radius(tags)
     if root.evidence:
         yield '<details><summary>Evidence</summary><dl class="evidence">'
         for key, value in root.evidence.items():
-            yield f"<dt>{escape(str(key))}</dt><dd>{escape(_plain(value))}</dd>"
+            yield f"<dt>{escape(str(key))}</dt><dd>{escape(plain(value))}</dd>"
         yield "</dl></details>"
     yield "</article>"
 
 
-def _blast_radius(root: Finding, symptoms: list[Finding]) -> Iterable[str]:
+def _blast_radius(tags: dict[SubjectKey, set[str]]) -> Iterable[str]:
     """Affected subjects grouped by kind, each with the symptom types found on it."""
-    tags: dict[tuple[str, str, str], set[str]] = {_key(s): set() for s in root.affected}
-    for symptom in symptoms:
-        tags.setdefault(_key(symptom.subject), set()).add(str(symptom.type))
     if not tags:
         return
-    by_kind: dict[str, list[tuple[str, str]]] = defaultdict(list)
-    for kind, namespace, name in sorted(tags)[:MAX_AFFECTED]:
-        by_kind[kind].append(
-            (f"{namespace}/{name}" if namespace else name, ", ".join(sorted(tags[kind, namespace, name])))
-        )
-    yield f'<h4>Blast radius: {escape(_plural(len(tags), "object"))}</h4><dl class="blast">'
+    by_kind = group_by_kind(tags, limit=MAX_AFFECTED)
+    yield f'<h4>Blast radius: {escape(plural(len(tags), "object"))}</h4><dl class="blast">'
     for kind, entries in by_kind.items():
         yield f"<dt>{escape(kind)} ({len(entries)})</dt><dd><ul>"
         for label, types in entries:
@@ -228,7 +226,7 @@ def _controllers(controllers: Sequence[ControllerHealth], *, now: datetime) -> I
         yield "<p>No controller workload found.</p></section>"
         return
     yield _row("th", ["Controller", "Workload", "State", "Reason", "Groups", "Since"])
-    for c in sorted(controllers, key=lambda c: (c.up, c.name, _key(c.subject))):
+    for c in sorted(controllers, key=lambda c: (c.up, c.name, subject_key(c.subject))):
         state = '<span class="up">up</span>' if c.up else '<span class="down">down</span>'
         cells = [c.name, describe(c.subject), None, c.reason, ", ".join(c.groups), _since(c.since, now)]
         yield _row("td", cells, raw={2: state}, css="" if c.up else "bad")
@@ -250,17 +248,17 @@ def _objects(
         return
     types: dict[tuple[str, str, str], set[str]] = defaultdict(set)
     for found in findings:
-        types[_key(found.subject)].add(str(found.type))
+        types[subject_key(found.subject)].add(str(found.type))
 
     def bad(o: ObjectHealth) -> bool:
-        return o.stale or o.status != Status.CURRENT or bool(types.get(_key(o.subject)))
+        return o.stale or o.status != Status.CURRENT or bool(types.get(subject_key(o.subject)))
 
-    shown.sort(key=lambda o: (not bad(o), _key(o.subject)))
+    shown.sort(key=lambda o: (not bad(o), subject_key(o.subject)))
     header = ["Kind", "Namespace", "Name", "Status", "Reason", "Findings", "Controller", "Last transition"]
     yield _row("th", header)
     for o in shown[:MAX_ROWS]:
         mark = escape(str(o.status)) + (' <strong class="down">stale</strong>' if o.stale else "")
-        subject, on = o.subject, ", ".join(sorted(types.get(_key(o.subject), ())))
+        subject, on = o.subject, ", ".join(sorted(types.get(subject_key(o.subject), ())))
         cells = [subject["kind"], subject["namespace"], subject["name"], None, o.reason, on, o.controller]
         yield _row("td", [*cells, _since(o.last_transition, now)], raw={3: mark}, css="bad" if bad(o) else "")
     yield "</table>"
@@ -275,7 +273,7 @@ def _revisions(revisions: Sequence[RevisionInfo], *, namespace: str | None) -> I
     if not shown:
         yield "<p>No revisions here.</p></section>"
         return
-    shown.sort(key=lambda r: (r.revision == r.applied_revision, _key(r.subject)))
+    shown.sort(key=lambda r: (r.revision == r.applied_revision, subject_key(r.subject)))
     yield _row("th", ["Object", "Source", "Source revision", "Applied revision"])
     for r in shown[:MAX_ROWS]:
         skew = r.revision != r.applied_revision
