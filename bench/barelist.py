@@ -13,27 +13,22 @@ import sys
 import time
 
 import orjson
+from kubernetes_asyncio.client import ApiClient
 
-from bench.pipeline import watched
+from bench.pipeline import NO_TIMEOUT, watched
+from watcher.kube.client import get
 from watcher.kube.resources import Resource
 
 PAGE_SIZE = 500
 
 
-async def list_kind(api: object, resource: Resource) -> int:
+async def list_kind(api: ApiClient, resource: Resource) -> int:
     items, token = 0, ""
     while True:
         query = [("limit", str(PAGE_SIZE))] + ([("continue", token)] if token else [])
         if resource.field_selector:
             query.append(("fieldSelector", resource.field_selector))
-        response = await api.call_api(  # type: ignore[attr-defined]
-            resource.path,
-            "GET",
-            query_params=query,
-            header_params={"Accept": "application/json"},
-            auth_settings=["BearerToken"],
-            _preload_content=False,
-        )
+        response = await get(api, resource.path, query, limits=NO_TIMEOUT)
         async with response:
             page = orjson.loads(await response.read())
         items += len(page.get("items") or ())

@@ -31,8 +31,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import orjson
+from kubernetes_asyncio.client import ApiClient
 
+from watcher.kube.client import get
 from watcher.kube.resources import BUILT_IN, Resource
 from watcher.model.engine import HealthModel
 from watcher.model.projection import project
@@ -49,6 +52,10 @@ MODELS = {
     "CustomResourceDefinition": "V1CustomResourceDefinition",
 }
 """kubernetes-asyncio's model per built-in kind; custom resources deserialize to 'object' (a dict)."""
+
+
+NO_TIMEOUT = aiohttp.ClientTimeout(total=None, sock_read=None)
+"""The benchmark's own lists and watches run until they are done or cancelled."""
 
 
 def flux_resources() -> list[Resource]:
@@ -68,7 +75,7 @@ def watched() -> list[Resource]:
     return [*BUILT_IN, *flux_resources()]
 
 
-async def record(api: Any, path: Path, *, stop: asyncio.Event) -> int:
+async def record(api: ApiClient, path: Path, *, stop: asyncio.Event) -> int:
     """Streams every watched kind into `path` (one event per line) until `stop` is set."""
     count = 0
     with path.open("wb") as out:
@@ -78,14 +85,7 @@ async def record(api: Any, path: Path, *, stop: asyncio.Event) -> int:
             query = [("watch", "1"), ("resourceVersion", "0"), ("timeoutSeconds", "3600")]
             if resource.field_selector:
                 query.append(("fieldSelector", resource.field_selector))
-            response = await api.call_api(
-                resource.path,
-                "GET",
-                query_params=query,
-                header_params={"Accept": "application/json"},
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-            )
+            response = await get(api, resource.path, query, limits=NO_TIMEOUT)
             buffer = b""
             async with response:
                 async for chunk in response.content.iter_any():

@@ -30,10 +30,11 @@ import orjson
 
 from bench import procs
 from bench.generate import Churn, client_for, populate
-from bench.pipeline import record
+from bench.pipeline import NO_TIMEOUT, record
 from bench.workload import Cluster
 from tests.controlplane.harness import ControlPlane, binaries_dir, free_port
 from tests.kubeclient import Kube
+from watcher.kube.client import get
 
 CRDS = procs.ROOT / "tests" / "crds"
 RUNS = 3
@@ -112,14 +113,8 @@ def has_finding(document: bytes, pod: str) -> bool:
 async def watch_one_pod(churn: Churn, namespace: str, pod: str, opened: asyncio.Event) -> float:
     """When a plain client watching just this Pod sees it change: the API server's own share
     of the detection latency (PATCH accepted, committed, fanned out to watchers)."""
-    response = await churn.kube.api.call_api(
-        f"/api/v1/namespaces/{namespace}/pods",
-        "GET",
-        query_params=[("watch", "1"), ("fieldSelector", f"metadata.name={pod}")],
-        header_params={"Accept": "application/json"},
-        auth_settings=["BearerToken"],
-        _preload_content=False,
-    )
+    query = [("watch", "1"), ("fieldSelector", f"metadata.name={pod}")]
+    response = await get(churn.kube.api, f"/api/v1/namespaces/{namespace}/pods", query, limits=NO_TIMEOUT)
     async with response:
         async for line in response.content:
             if opened.is_set() and b'"MODIFIED"' in line[:40]:
