@@ -30,6 +30,7 @@ import orjson
 
 from bench import procs
 from bench.generate import Churn, client_for, populate
+from bench.kinds import CONTROLLERS
 from bench.pipeline import NO_TIMEOUT, record
 from bench.workload import Cluster
 from tests.controlplane.harness import ControlPlane, binaries_dir, free_port
@@ -224,7 +225,7 @@ async def measure_ksm(
     port, telemetry = free_port(), free_port()
     proc = procs.ksm(binary, plane.kubeconfig, port, telemetry, workdir).start()
     base = f"http://127.0.0.1:{port}"
-    pods = len(cluster.app_pods()) + 5
+    pods = len(cluster.app_pods()) + len(CONTROLLERS)
     out: dict[str, Any] = {}
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=120)) as session:
         try:
@@ -300,6 +301,7 @@ async def bench_size(size: int, *, ksm: Path | None, workdir: Path) -> dict[str,
                     log(f"{size}: kube-state-metrics")
                     result["ksm"] = await measure_ksm(ksm, plane, churn, workdir, cluster)
             finally:
+                result["churn_failures"] = churn.failures
                 leases.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await leases
