@@ -106,6 +106,21 @@ async def record(api: ApiClient, path: Path, *, stop: asyncio.Event) -> int:
     return count
 
 
+def replay_clock(lines: list[bytes]) -> datetime | None:
+    """The clock to judge the recording at: the newest renewal of a controller's leader Lease
+    among the ADDED events. Judged much later (say when the recording ended), those 40 s Leases
+    have expired and the model would rightly be judging an incident, not the recorded cluster;
+    objects written after this moment only carry timestamps ahead of it, which no rule counts."""
+    newest = None
+    for line in lines:
+        if b'-leader-election"' in line and line.startswith(b'{"type":"ADDED"'):
+            renewed = orjson.loads(line)["object"].get("spec", {}).get("renewTime")
+            if renewed:
+                moment = datetime.fromisoformat(renewed)
+                newest = moment if newest is None else max(newest, moment)
+    return newest
+
+
 def stalewatch_pass(lines: list[bytes], *, evaluate_each: bool, now: datetime) -> float:
     """Seconds to push every line through decode -> project -> model (-> evaluate)."""
     model = HealthModel(ModelConfig())
@@ -205,9 +220,7 @@ def measure(stream: Path) -> dict[str, Any]:
     for line in lines:
         kind = orjson.loads(line)["type"]
         types[kind] = types.get(kind, 0) + 1
-    # The clock of the recording (it ended when the file was closed): later, every controller's
-    # leader Lease would have expired and the model would rightly be judging a different cluster.
-    now = datetime.fromtimestamp(stream.stat().st_mtime, UTC)
+    now = replay_clock(lines) or datetime.fromtimestamp(stream.stat().st_mtime, UTC)
     gc.collect()
     full = min(stalewatch_pass(lines, evaluate_each=True, now=now) for _ in range(3))
     ingest = min(stalewatch_pass(lines, evaluate_each=False, now=now) for _ in range(3))

@@ -285,6 +285,7 @@ async def bench_size(size: int, *, ksm: Path | None, workdir: Path) -> dict[str,
             result["objects"] = sum(created.values())
             result["create_seconds"] = time.monotonic() - started
             churn = Churn(kube, cluster)
+            await churn.renew_leases()  # creation took a while: the recording starts with live leaders
             leases = asyncio.create_task(churn.keep_leases())
             try:
                 log(f"{size}: recording the watch stream under churn")
