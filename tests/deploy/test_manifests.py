@@ -4,6 +4,7 @@ what stalewatch needs (its kinds, its port, its stop time, its config)."""
 from __future__ import annotations
 
 import copy
+import json
 import re
 import subprocess
 import tomllib
@@ -205,6 +206,23 @@ def test_resources_request_cpu_and_memory_and_cap_memory(rendered: list[dict[str
     resources = container(rendered)["resources"]
     assert set(resources["requests"]) == {"cpu", "memory"}
     assert set(resources["limits"]) == {"memory"}
+
+
+def test_resources_cover_what_the_50k_object_benchmark_measured(rendered: list[dict[str, Any]]) -> None:
+    measured = json.loads((REPO / "bench" / "results" / "size-50000.json").read_text())["stalewatch"]
+    resources = container(rendered)["resources"]
+    assert _bytes(resources["requests"]["memory"]) >= measured["rss_bytes_under_churn"]
+    assert _bytes(resources["limits"]["memory"]) >= 2 * measured["rss_bytes_under_churn"]
+    assert _millicores(resources["requests"]["cpu"]) >= 1000 * measured["cpu_cores_under_churn"]
+
+
+def _bytes(quantity: str) -> int:
+    units = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
+    return int(quantity[:-2]) * units[quantity[-2:]] if quantity[-2:] in units else int(quantity)
+
+
+def _millicores(quantity: str) -> float:
+    return float(quantity[:-1]) if quantity.endswith("m") else 1000 * float(quantity)
 
 
 def test_the_config_flag_names_the_file_the_config_map_mounts(rendered: list[dict[str, Any]]) -> None:

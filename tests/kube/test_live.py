@@ -143,3 +143,19 @@ def test_a_change_the_model_cannot_take_is_logged_and_the_next_ones_still_apply(
     live.upsert(KUSTOMIZATIONS, stuck("apps", since=T0 - timedelta(hours=1)))
     assert types(live.evaluate()) == [("StuckReconciling", "apps")]
     assert [r.getMessage() for r in caplog.records] == ["the model failed on a change; skipped it"]
+
+
+def test_the_synced_cache_is_frozen_out_of_garbage_collection_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Full collections over a 50k-object cache stall the loop (BENCHMARKS.md); after the
+    initial sync the cache is long-lived, so it is frozen once, not on every evaluation."""
+    frozen: list[int] = []
+    monkeypatch.setattr("watcher.kube.live.gc.freeze", lambda: frozen.append(1))
+    unsynced = Telemetry(up=True, started=True)
+    unsynced.kind(PODS.group, PODS.kind)
+    live = LiveModel(ModelConfig(), unsynced, clock=Clock())
+    live.evaluate()
+    assert frozen == []
+    synced = LiveModel(ModelConfig(), live_telemetry(PODS), clock=Clock())
+    synced.evaluate()
+    synced.evaluate()
+    assert frozen == [1]

@@ -16,6 +16,7 @@ Honesty rules:
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -52,6 +53,7 @@ class LiveModel:
         self._telemetry = telemetry
         self._debounce, self._tick, self._clock = debounce, tick, clock
         self._dirty = asyncio.Event()
+        self._gc_frozen = False
 
     # -- Sink ------------------------------------------------------------------------------
 
@@ -109,6 +111,12 @@ class LiveModel:
                     }
                 )
         self.latest = evaluation
+        if not self._gc_frozen and self._telemetry.synced:
+            # The synced cache is long-lived and acyclic: moving it out of the collector's view
+            # keeps full collections (about 180 ms at 50k objects) off the event loop.
+            gc.collect()
+            gc.freeze()
+            self._gc_frozen = True
         return evaluation
 
     async def run(self) -> None:
