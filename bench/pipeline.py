@@ -148,10 +148,10 @@ def _churn_costs(model: HealthModel, churn: list[dict[str, Any]], *, now: dateti
     return sorted(costs)
 
 
-def scaling(lines: list[bytes], *, now: datetime) -> dict[str, float]:
+def scaling(lines: list[bytes], *, now: datetime, ended: datetime) -> dict[str, float]:
     """Per-event cost (upsert + evaluate) of the churn, with the whole cluster loaded; then the
-    same during an incident: ten minutes later every controller's leader Lease has expired, so
-    every controller is down and every GitOps object carries a finding."""
+    same during an incident: ten minutes after the recording `ended` every controller's leader
+    Lease has expired, so every controller is down and every GitOps object carries a finding."""
     model = HealthModel(ModelConfig())
     churn = []
     for line in lines:
@@ -165,7 +165,7 @@ def scaling(lines: list[bytes], *, now: datetime) -> dict[str, float]:
     costs = _churn_costs(model, churn, now=now)
     if not costs:
         return {"churn_events": 0}
-    later = now + timedelta(minutes=10)
+    later = ended + timedelta(minutes=10)
     started = time.process_time()
     incident = model.evaluate(later)
     first = time.process_time() - started
@@ -220,7 +220,8 @@ def measure(stream: Path) -> dict[str, Any]:
     for line in lines:
         kind = orjson.loads(line)["type"]
         types[kind] = types.get(kind, 0) + 1
-    now = replay_clock(lines) or datetime.fromtimestamp(stream.stat().st_mtime, UTC)
+    ended = datetime.fromtimestamp(stream.stat().st_mtime, UTC)
+    now = replay_clock(lines) or ended
     gc.collect()
     full = min(stalewatch_pass(lines, evaluate_each=True, now=now) for _ in range(3))
     ingest = min(stalewatch_pass(lines, evaluate_each=False, now=now) for _ in range(3))
@@ -233,7 +234,7 @@ def measure(stream: Path) -> dict[str, Any]:
         "stalewatch_ingest_events_per_s": len(lines) / ingest,
         "k8s_asyncio_events_per_s": len(lines) / k8s,
         "ratio_vs_k8s_asyncio": k8s / full,
-        **scaling(lines, now=now),
+        **scaling(lines, now=now, ended=ended),
         **retained(lines, now=now),
     }
 
