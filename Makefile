@@ -14,4 +14,4 @@ install:
 	bash scripts/install.sh all
 
 lint:
-	.venv/bin/ruff check watcher tests && .venv/bin/mypy watcher && .venv/bin/lint-imports
+	.venv/bin/ruff check watcher tests bench dashboards alerts && .venv/bin/mypy watcher && .venv/bin/lint-imports
