@@ -198,3 +198,36 @@ def test_fast_text_format_is_byte_identical_to_prometheus_client_for_every_metri
     Histogram("stalewatch_test_duration_seconds", "Durations.", registry=registry).observe(0.3)
     Gauge("stalewatch_test_up", "Up.", registry=registry).set(1)
     assert text_format(registry) == generate_latest(registry)
+
+
+def test_a_scrape_rebuilds_only_the_families_whose_model_list_changed() -> None:
+    """The model keeps a list object until something in it changes; so does the collector."""
+    before = ev.controller_down()
+    current = [before]
+    collector = ModelCollector(lambda: current[0])
+    first = {m.name: m for m in collector.collect()}
+    again = {m.name: m for m in collector.collect()}
+    stamp = "stalewatch_evaluation_timestamp_seconds"
+    assert all(again[name] is first[name] for name in first if name != stamp)
+
+    current[0] = Evaluation(
+        now=before.now,
+        findings=before.findings,
+        objects=before.objects,
+        controllers=[*before.controllers],
+        revisions=before.revisions,
+    )
+    changed = {m.name: m for m in collector.collect()}
+    rebuilt = {name for name in first if changed[name] is not first[name]}
+    assert rebuilt == {
+        "stalewatch_controller_up",
+        "stalewatch_controller_down_reason",
+        "stalewatch_controller_info",
+        stamp,
+    }
+
+
+def test_text_reused_from_the_last_scrape_is_the_same_text() -> None:
+    registry = registry_for(ev.controller_down())
+    first = text_format(registry)
+    assert text_format(registry) == first == generate_latest(registry)

@@ -110,10 +110,17 @@ FAMILIES: dict[str, tuple[str, Sequence[str]]] = {
 
 
 class ModelCollector:
-    """Renders whatever Evaluation `source` returns at scrape time; nothing before the first one."""
+    """Renders whatever Evaluation `source` returns at scrape time; nothing before the first one.
+
+    The model hands out the same list objects until something in them changes, so each group
+    of families (findings, objects, controllers, revisions) is rebuilt only when its list is a
+    new one; `text_format` then reuses the text of families it has already written. A scrape
+    of an unchanged 50k-object model costs little more than joining strings.
+    """
 
     def __init__(self, source: EvaluationSource) -> None:
         self._source = source
+        self._groups: dict[str, tuple[object, list[Metric]]] = {}
 
     def describe(self) -> Iterable[Metric]:
         """Names only, so registering does not call the source."""
@@ -123,7 +130,15 @@ class ModelCollector:
         evaluation = self._source()
         if evaluation is None:
             return []
-        return list(render_families(evaluation))
+        families: list[Metric] = []
+        for group, items, build in _groups(evaluation):
+            cached = self._groups.get(group)
+            if cached is None or cached[0] is not items:
+                cached = (items, list(build()))
+                self._groups[group] = cached
+            families += cached[1]
+        families.append(_stamp(evaluation))
+        return families
 
 
 def build_registry(source: EvaluationSource) -> CollectorRegistry:
@@ -149,6 +164,10 @@ def render(registry: CollectorRegistry, *, accept: str | None = None) -> tuple[b
     return encoder(registry), content_type
 
 
+_written: dict[int, tuple[Metric, str]] = {}
+"""Text of the gauge families the last scrape wrote, by identity; ModelCollector reuses families."""
+
+
 def text_format(registry: CollectorRegistry) -> bytes:
     """Prometheus text format 0.0.4, byte-identical to prometheus_client.generate_latest.
 
@@ -156,6 +175,8 @@ def text_format(registry: CollectorRegistry) -> bytes:
     any other type is handed to generate_latest, which knows its suffix rules.
     """
     escaped: dict[str, str] = {}
+    global _written
+    written: dict[int, tuple[Metric, str]] = {}
 
     def escape(value: str) -> str:
         if value not in escaped:
@@ -167,13 +188,22 @@ def text_format(registry: CollectorRegistry) -> bytes:
         if metric.type != "gauge":
             parts.append(generate_latest(_Single(metric)).decode())
             continue
+        done = _written.get(id(metric))
+        if done is not None and done[0] is metric:
+            parts.append(done[1])
+            written[id(metric)] = done
+            continue
         documentation = metric.documentation.replace("\\", r"\\").replace("\n", r"\n")
-        parts.append(f"# HELP {metric.name} {documentation}\n# TYPE {metric.name} gauge\n")
+        lines = [f"# HELP {metric.name} {documentation}\n# TYPE {metric.name} gauge\n"]
         for sample in metric.samples:
             labels = ",".join(f'{k}="{escape(v)}"' for k, v in sorted(sample.labels.items()))
             stamp = "" if sample.timestamp is None else f" {int(float(sample.timestamp) * 1000):d}"
             braces = f"{{{labels}}}" if labels else ""
-            parts.append(f"{sample.name}{braces} {_go_float(sample.value)}{stamp}\n")
+            lines.append(f"{sample.name}{braces} {_go_float(sample.value)}{stamp}\n")
+        text = "".join(lines)
+        written[id(metric)] = (metric, text)
+        parts.append(text)
+    _written = written  # only what this scrape wrote stays cached (the metric kept, so its id stays its own)
     return "".join(parts).encode()
 
 
@@ -189,15 +219,31 @@ class _Single:
 
 def render_families(evaluation: Evaluation) -> Iterator[Metric]:
     """Every model metric family for one Evaluation, in FAMILIES order."""
-    yield from _findings(evaluation.findings)
-    yield from _objects(_unique(evaluation.objects))
-    yield from _controllers(_unique(evaluation.controllers))
-    revisions = _family("stalewatch_revision_info")
-    revisions.samples = [_revision(r) for r in _unique(evaluation.revisions)]
-    yield revisions
+    for _, _, build in _groups(evaluation):
+        yield from build()
+    yield _stamp(evaluation)
+
+
+def _groups(evaluation: Evaluation) -> list[tuple[str, object, Callable[[], Iterable[Metric]]]]:
+    """(name, the model's list it is built from, builder) for each group of families."""
+    return [
+        ("findings", evaluation.findings, lambda: _findings(evaluation.findings)),
+        ("objects", evaluation.objects, lambda: _objects(_unique(evaluation.objects))),
+        ("controllers", evaluation.controllers, lambda: _controllers(_unique(evaluation.controllers))),
+        ("revisions", evaluation.revisions, lambda: _revisions(_unique(evaluation.revisions))),
+    ]
+
+
+def _revisions(revisions: list[RevisionInfo]) -> Iterator[Metric]:
+    family = _family("stalewatch_revision_info")
+    family.samples = [_revision(r) for r in revisions]
+    yield family
+
+
+def _stamp(evaluation: Evaluation) -> Metric:
     stamp = _family("stalewatch_evaluation_timestamp_seconds")
     stamp.samples = [Sample(stamp.name, {}, evaluation.now.timestamp())]
-    yield stamp
+    return stamp
 
 
 def _family(name: str) -> GaugeMetricFamily:
