@@ -7,6 +7,7 @@ the real one.
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -159,3 +160,22 @@ def test_the_synced_cache_is_frozen_out_of_garbage_collection_once(monkeypatch: 
     synced.evaluate()
     synced.evaluate()
     assert frozen == [1]
+
+
+async def test_full_collections_wait_for_the_initial_sync_and_resume_once_it_is_frozen() -> None:
+    """A full collection during the sync walks the whole half-built cache (BENCHMARKS.md): they
+    are deferred until the sync is done, then the usual thresholds come back."""
+    usual = gc.get_threshold()
+    telemetry = Telemetry(up=True, started=True)
+    pods = telemetry.kind(PODS.group, PODS.kind)
+    live = LiveModel(ModelConfig(), telemetry, debounce=0, tick=0.01, clock=Clock())
+    evaluating = asyncio.create_task(live.run())
+    try:
+        await poll(lambda: gc.get_threshold()[2] > 1_000_000, what="full collections deferred")
+        assert gc.get_threshold()[:2] == usual[:2]
+        pods.synced = True
+        await poll(lambda: gc.get_threshold() == usual, what="the usual thresholds back after the sync")
+    finally:
+        evaluating.cancel()
+        gc.set_threshold(*usual)
+        gc.unfreeze()
