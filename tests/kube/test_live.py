@@ -7,6 +7,7 @@ the real one.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
@@ -179,3 +180,16 @@ async def test_full_collections_wait_for_the_initial_sync_and_resume_once_it_is_
         evaluating.cancel()
         gc.set_threshold(*usual)
         gc.unfreeze()
+
+
+async def test_a_watcher_stopped_before_its_sync_gives_the_usual_collection_thresholds_back() -> None:
+    usual = gc.get_threshold()
+    telemetry = Telemetry(up=True, started=True)
+    telemetry.kind(PODS.group, PODS.kind)
+    live = LiveModel(ModelConfig(), telemetry, debounce=0, tick=0.01, clock=Clock())
+    evaluating = asyncio.create_task(live.run())
+    await poll(lambda: gc.get_threshold() != usual, what="full collections deferred")
+    evaluating.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await evaluating
+    assert gc.get_threshold() == usual

@@ -139,14 +139,19 @@ class LiveModel:
     async def run(self) -> None:
         """Evaluate after each burst of changes (debounced) and at least every tick."""
         self._defer_full_collections()
-        while True:
-            try:
-                await asyncio.wait_for(self._dirty.wait(), timeout=self._tick)
-                await asyncio.sleep(self._debounce)
-            except TimeoutError:
-                pass
-            self._dirty.clear()
-            try:
-                self.evaluate()
-            except Exception:  # a model bug must not end live evaluation: log it, serve the last one
-                log.exception("evaluation failed; serving the previous evaluation")
+        try:
+            while True:
+                try:
+                    await asyncio.wait_for(self._dirty.wait(), timeout=self._tick)
+                    await asyncio.sleep(self._debounce)
+                except TimeoutError:
+                    pass
+                self._dirty.clear()
+                try:
+                    self.evaluate()
+                except Exception:  # a model bug must not end live evaluation: log it, serve the last one
+                    log.exception("evaluation failed; serving the previous evaluation")
+        finally:
+            if self._gc_thresholds is not None:  # stopped before the sync finished
+                gc.set_threshold(*self._gc_thresholds)
+                self._gc_thresholds = None
