@@ -36,6 +36,38 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+class SyncCollections:
+    """Garbage collection around the initial sync (the benchmark applies the same policy).
+
+    While the sync builds the cache, each full collection walks everything built so far, again
+    every time it grew by a quarter: at 50k objects, 7 of them cost 2.9 s of a 14 s ingest. So
+    they wait (the young generations still collect the decoding's garbage) until the cache is
+    synced; then one collection, and the long-lived, acyclic cache is frozen out of the
+    collector's view, which keeps full collections (about 180 ms at 50k) off the event loop.
+    """
+
+    def __init__(self) -> None:
+        self.frozen = False
+        self._usual: tuple[int, int, int] | None = None
+
+    def defer(self) -> None:
+        if self.frozen or self._usual is not None:
+            return
+        self._usual = gc.get_threshold()
+        gc.set_threshold(self._usual[0], self._usual[1], 1 << 30)
+
+    def restore(self) -> None:
+        if self._usual is not None:
+            gc.set_threshold(*self._usual)
+            self._usual = None
+
+    def freeze(self) -> None:
+        self.restore()
+        gc.collect()
+        gc.freeze()
+        self.frozen = True
+
+
 class LiveModel:
     """A Sink for the reflectors that keeps `latest` current."""
 
@@ -53,8 +85,7 @@ class LiveModel:
         self._telemetry = telemetry
         self._debounce, self._tick, self._clock = debounce, tick, clock
         self._dirty = asyncio.Event()
-        self._gc_frozen = False
-        self._gc_thresholds: tuple[int, int, int] | None = None
+        self.collections = SyncCollections()
 
     # -- Sink ------------------------------------------------------------------------------
 
@@ -112,33 +143,13 @@ class LiveModel:
                     }
                 )
         self.latest = evaluation
-        if not self._gc_frozen and self._telemetry.synced:
-            self._freeze_synced_cache()
+        if not self.collections.frozen and self._telemetry.synced:
+            self.collections.freeze()
         return evaluation
-
-    def _defer_full_collections(self) -> None:
-        """While the initial sync builds the cache, a full collection walks everything built so far,
-        again each time it grew by a quarter: at 50k objects, 7 of them cost 2.9 s of a 14 s sync.
-        The young generations still collect every cycle of garbage the decoding leaves."""
-        if self._gc_frozen or self._gc_thresholds is not None:
-            return
-        self._gc_thresholds = gc.get_threshold()
-        young, middle, _ = self._gc_thresholds
-        gc.set_threshold(young, middle, 1 << 30)
-
-    def _freeze_synced_cache(self) -> None:
-        """The synced cache is long-lived and acyclic: one collection, then moving it out of the
-        collector's view keeps full collections (about 180 ms at 50k objects) off the event loop."""
-        if self._gc_thresholds is not None:
-            gc.set_threshold(*self._gc_thresholds)
-            self._gc_thresholds = None
-        gc.collect()
-        gc.freeze()
-        self._gc_frozen = True
 
     async def run(self) -> None:
         """Evaluate after each burst of changes (debounced) and at least every tick."""
-        self._defer_full_collections()
+        self.collections.defer()
         try:
             while True:
                 try:
@@ -152,6 +163,4 @@ class LiveModel:
                 except Exception:  # a model bug must not end live evaluation: log it, serve the last one
                     log.exception("evaluation failed; serving the previous evaluation")
         finally:
-            if self._gc_thresholds is not None:  # stopped before the sync finished
-                gc.set_threshold(*self._gc_thresholds)
-                self._gc_thresholds = None
+            self.collections.restore()  # stopped before the sync finished
