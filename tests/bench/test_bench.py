@@ -107,7 +107,12 @@ async def test_the_recorded_stream_holds_every_watched_object_and_feeds_the_pipe
     assert result["event_types"]["ADDED"] >= watched - len(cluster.namespaces) - 1
     assert result["event_types"]["MODIFIED"] >= 30
     assert result["churn_events"] == result["event_types"]["MODIFIED"]
-    for key in ("stalewatch_events_per_s", "stalewatch_ingest_events_per_s", "k8s_asyncio_events_per_s"):
+    for key in (
+        "stalewatch_events_per_s",
+        "stalewatch_each_events_per_s",
+        "stalewatch_ingest_events_per_s",
+        "k8s_asyncio_events_per_s",
+    ):
         assert result[key] > 0
 
 
