@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 from collections.abc import Callable
@@ -231,3 +232,24 @@ def test_text_reused_from_the_last_scrape_is_the_same_text() -> None:
     registry = registry_for(ev.controller_down())
     first = text_format(registry)
     assert text_format(registry) == first == generate_latest(registry)
+
+
+def test_a_scrape_after_one_object_changed_renders_only_that_object() -> None:
+    """The model keeps unchanged ObjectHealth entries as the same objects; so do their rows."""
+    before = ev.controller_down()
+    assert len(before.objects) > 1
+    current = [before]
+    registry = CollectorRegistry(auto_describe=True)
+    registry.register(ModelCollector(lambda: current[0]))
+    text_format(registry)
+    rendered = {m.name: m for m in registry.collect()}["stalewatch_object_stale"]
+
+    changed = dataclasses.replace(before.objects[0], stale=not before.objects[0].stale)
+    current[0] = dataclasses.replace(before, objects=[changed, *before.objects[1:]])
+    body = text_format(registry)
+    again = {m.name: m for m in registry.collect()}["stalewatch_object_stale"]
+
+    assert body == generate_latest(registry)
+    assert again is not rendered
+    assert again.chunks[0] != rendered.chunks[0]
+    assert all(new is old for new, old in zip(again.chunks[1:], rendered.chunks[1:], strict=True))
