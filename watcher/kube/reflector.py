@@ -8,8 +8,11 @@ relist and replace, so objects deleted during the gap are emitted as deletions. 
 watchdog closes streams that went silent without closing. Connection errors, 429 (honouring
 Retry-After) and 5xx back off exponentially with jitter. 403 degrades this kind alone.
 
-Per event the work is O(1): decode one line with orjson, project the object, hand the
-projection to the sink. Malformed objects are counted and logged once per version.
+Per event the work is O(1): decode one line, project the object, hand the projection to
+the sink. Lines and list pages go through the typed fast path (watcher.model.fastpath) when
+the kind has one; whenever it cannot be sure it steps aside for orjson + project(), which
+also handles ERROR events and unreadable lines. Malformed objects are counted and logged
+once per version.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from watcher.kube.client import (
 )
 from watcher.kube.resources import Resource
 from watcher.logs import fields, get_logger
+from watcher.model.fastpath import ObjectKey, fast_path
 from watcher.model.projection import MalformedObject, project
 from watcher.telemetry import KindStats, Telemetry
 from watcher.tracing import tracer
@@ -45,12 +49,6 @@ log = get_logger("kube")
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
 """A watch line longer than this is a broken stream (etcd's object limit is 1.5 MiB)."""
-
-_UNREADABLE: tuple[type[BaseException], ...] = (orjson.JSONDecodeError, *CONNECTION_ERRORS)
-
-ObjectKey = tuple[str, str]
-"""(namespace, name) within one kind."""
-
 
 class Sink(Protocol):
     """Where a reflector delivers projected objects (the live model, or a test store)."""
@@ -148,6 +146,7 @@ class Reflector:
         self.rv: str | None = None
         self._api, self._sink, self._link, self._options = api, sink, link, options
         self._keep = keep_namespace
+        self._fast = fast_path(resource.api_version, resource.kind)
         self.stats: KindStats = telemetry.kind(resource.group, resource.kind)
         self._keys: set[ObjectKey] = set()
         self._malformed: dict[ObjectKey, str] = {}
@@ -293,21 +292,43 @@ class Reflector:
                 projected, keys, malformed = [], set(), {}
                 continue
             try:
-                page = orjson.loads(await response.read())
-            except _UNREADABLE as error:
+                body = await response.read()
+            except CONNECTION_ERRORS as error:
                 raise _Retry("decode_error", f"list page unreadable: {describe_error(error)}") from None
             finally:
                 response.release()
-            for item in page.get("items") or ():
-                entry = self._project(item, malformed)
-                if entry is not None:
-                    keys.add(entry[0])
-                    projected.append(entry[1])
-            meta = page.get("metadata") or {}
-            token = meta.get("continue") or ""
+            fast = self._fast.page(body) if self._fast is not None else None
+            if fast is not None:
+                for key, obj in fast.items:
+                    if self._keep(key[0]):
+                        keys.add(key)
+                        projected.append(obj)
+                token, rv = fast.continue_token, fast.resource_version
+            else:
+                token, rv = self._slow_page(body, projected, keys, malformed)
             if not token:
                 break
-        self._commit(projected, keys, malformed, str(meta.get("resourceVersion") or ""), reason)
+        self._commit(projected, keys, malformed, rv, reason)
+
+    def _slow_page(
+        self,
+        body: bytes,
+        projected: list[dict[str, Any]],
+        keys: set[ObjectKey],
+        malformed: dict[ObjectKey, str],
+    ) -> tuple[str, str]:
+        """orjson + project() for a page the fast path left; returns (continue, resourceVersion)."""
+        try:
+            page = orjson.loads(body)
+        except orjson.JSONDecodeError as error:
+            raise _Retry("decode_error", f"list page unreadable: {describe_error(error)}") from None
+        for item in page.get("items") or ():
+            entry = self._project(item, malformed)
+            if entry is not None:
+                keys.add(entry[0])
+                projected.append(entry[1])
+        meta = page.get("metadata") or {}
+        return meta.get("continue") or "", str(meta.get("resourceVersion") or "")
 
     def _commit(
         self,
@@ -419,6 +440,34 @@ class Reflector:
     # -- Events ----------------------------------------------------------------------------
 
     def _event(self, line: bytes) -> None:
+        fast = self._fast.event(line) if self._fast is not None else None
+        if fast is None:
+            self._slow_event(line)
+            return
+        self._arrived(fast.type)
+        self._live()
+        if fast.resource_version:
+            self.rv = fast.resource_version
+        if fast.object is None:
+            return  # a BOOKMARK: only its resourceVersion counts
+        if fast.type == "DELETED":
+            self._forget(fast.key, keep_malformed=False)
+        elif self._keep(fast.key[0]):
+            self._accept(fast.key, fast.object)
+        else:
+            self._forget(fast.key, keep_malformed=True)
+
+    def _arrived(self, kind: str) -> None:
+        stats = self.stats
+        stats.events[kind] += 1
+        stats.last_event = time.time()
+
+    def _live(self) -> None:
+        if not self.stats.live:
+            self.stats.live = True
+            self._sink.notify()
+
+    def _slow_event(self, line: bytes) -> None:
         try:
             event = orjson.loads(line)
             kind, obj = event["type"], event["object"]
@@ -427,14 +476,10 @@ class Reflector:
         except (orjson.JSONDecodeError, KeyError, TypeError) as error:
             self.stats.watch_errors["decode"] += 1
             raise _Retry("decode", f"unreadable watch event: {describe_error(error)}") from None
-        stats = self.stats
-        stats.events[kind] += 1
-        stats.last_event = time.time()
+        self._arrived(kind)
         if kind == "ERROR":
             self._error_event(obj)
-        if not stats.live:
-            stats.live = True
-            self._sink.notify()
+        self._live()
         meta = obj.get("metadata")
         if isinstance(meta, dict):
             rv = meta.get("resourceVersion")
@@ -487,10 +532,12 @@ class Reflector:
 
     def _upsert(self, raw: dict[str, Any]) -> None:
         entry = self._project(raw, self._malformed)
-        if entry is None:
-            self._forget(raw, keep_malformed=True)
-            return
-        key, projected = entry
+        if entry is not None:
+            self._accept(*entry)
+        elif isinstance(meta := raw.get("metadata"), dict):
+            self._forget(_key(meta), keep_malformed=True)
+
+    def _accept(self, key: ObjectKey, projected: dict[str, Any]) -> None:
         if self._malformed.pop(key, None) is not None:
             self.stats.malformed_now = len(self._malformed)
         self._keys.add(key)
@@ -498,13 +545,10 @@ class Reflector:
         self._sink.upsert(self.resource, projected)
 
     def _delete(self, raw: dict[str, Any]) -> None:
-        self._forget(raw, keep_malformed=False)
+        if isinstance(meta := raw.get("metadata"), dict):
+            self._forget(_key(meta), keep_malformed=False)
 
-    def _forget(self, raw: dict[str, Any], *, keep_malformed: bool) -> None:
-        meta = raw.get("metadata")
-        if not isinstance(meta, dict):
-            return
-        key = _key(meta)
+    def _forget(self, key: ObjectKey, *, keep_malformed: bool) -> None:
         if not keep_malformed:
             self._malformed.pop(key, None)
         self.stats.malformed_now = len(self._malformed)
