@@ -12,6 +12,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
+import msgspec.inspect
 import orjson
 import pytest
 import yaml
@@ -28,6 +30,7 @@ from tests.model.builders import (
     lease,
     pod,
 )
+from watcher.model import projection
 from watcher.model.fastpath import Decoded, decode_event, fast_path
 from watcher.model.projection import MESSAGE_LIMIT, MalformedObject, project
 
@@ -361,3 +364,72 @@ def test_tokens_are_interned_like_projects() -> None:
     assert a["status"]["conditions"][0]["type"] is b["status"]["conditions"][0]["type"]
     assert a["metadata"]["namespace"] is b["metadata"]["namespace"]
     assert a["status"]["containerStatuses"][0]["image"] is b["status"]["containerStatuses"][0]["image"]
+
+
+# -- Drift: the Structs read every field project() reads ------------------------------------------
+
+
+def projected_paths(check: Any, prefix: str = "") -> set[str]:
+    """Every field path a projection check keeps, read from the closures of projection.py's
+    _obj/_list checks (its schema is a table of closures: this is the one place that looks in)."""
+    cells = dict(
+        zip(check.__code__.co_freevars, (c.cell_contents for c in check.__closure__ or ()), strict=True)
+    )
+    if "item" in cells:
+        return projected_paths(cells["item"], prefix)
+    paths = set()
+    for name, field in (cells.get("fields") or {}).items():
+        paths |= {f"{prefix}{name}"} | projected_paths(field, f"{prefix}{name}.")
+    return paths
+
+
+def struct_paths(info: Any, prefix: str = "") -> set[str]:
+    """Every field path a fast-path Struct decodes (msgspec's own description of it)."""
+    if isinstance(info, msgspec.inspect.UnionType):
+        return set().union(*(struct_paths(member, prefix) for member in info.types))
+    if isinstance(info, msgspec.inspect.ListType):
+        return struct_paths(info.item_type, prefix)
+    paths = set()
+    for field in getattr(info, "fields", ()):
+        paths |= {f"{prefix}{field.name}"} | struct_paths(field.type, f"{prefix}{field.name}.")
+    return paths
+
+
+WATCHED_KINDS = [
+    ("v1", "Pod"),
+    ("apps/v1", "Deployment"),
+    ("apps/v1", "StatefulSet"),
+    ("apps/v1", "DaemonSet"),
+    ("apps/v1", "ReplicaSet"),
+    ("coordination.k8s.io/v1", "Lease"),
+    ("v1", "Event"),
+    ("events.k8s.io/v1", "Event"),
+    ("kustomize.toolkit.fluxcd.io/v1", "Kustomization"),
+    ("infra.contrib.fluxcd.io/v1alpha2", "Terraform"),
+]
+
+
+@pytest.mark.parametrize(
+    ("api_version", "kind"), [pytest.param(*k, id=k[1] + "." + k[0]) for k in WATCHED_KINDS]
+)
+def test_the_fast_path_decodes_exactly_the_fields_project_keeps(api_version: str, kind: str) -> None:
+    group = api_version.rpartition("/")[0]
+    meta, spec, status = projection._CHECKS.get((group, kind), projection._CUSTOM)
+    sections = {"spec": spec, "status": status}
+    if (group, kind) in projection._EVENT_KINDS:
+        meta, sections = projection._METADATA_WITHOUT_HISTORY, {"": projection._EVENT}
+    kept = {"metadata"} | projected_paths(meta, "metadata.")
+    for name, check in sections.items():
+        paths = projected_paths(check, f"{name}." if name else "")
+        kept |= paths | ({name} if name and paths else set())
+
+    fast = fast_path(api_version, kind)
+    assert fast is not None
+    shape = msgspec.inspect.type_info(fast.shape)
+    renames = projection._EVENTS_V1_RENAMES
+    decoded = {
+        ".".join([renames.get(head, head), *rest])
+        for head, *rest in (path.split(".") for path in struct_paths(shape))
+    } - {"metadata.resourceVersion", "metadata.uid"}
+
+    assert decoded == kept

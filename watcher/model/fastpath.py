@@ -26,6 +26,8 @@ import msgspec
 import orjson
 from msgspec import UNSET, Meta, Struct, UnsetType
 
+# project()'s own tables, so that both paths keep the same kinds, conditions and names; a test
+# checks that the Structs below decode exactly the fields project() keeps.
 from watcher.model.projection import (
     _EVENT_KINDS,
     _EVENTS_V1_RENAMES,
@@ -79,24 +81,21 @@ class _Shape(Struct, omit_defaults=True, gc=False):
     out exactly what project() leaves out: absent fields and empty strings."""
 
 
-class _Ref(_Shape):
+class _Named(_Shape):
     apiVersion: Token = ""
     kind: Token = ""
     name: Name = ""
+
+    def fix(self) -> None:
+        self.apiVersion, self.kind = _intern(self.apiVersion), _intern(self.kind)
+
+
+class _Ref(_Named):
     namespace: Name = ""
 
-    def fix(self) -> None:
-        self.apiVersion, self.kind = _intern(self.apiVersion), _intern(self.kind)
 
-
-class _Owner(_Shape):
-    apiVersion: Token = ""
-    kind: Token = ""
-    name: Name = ""
+class _Owner(_Named):
     controller: bool | UnsetType = UNSET
-
-    def fix(self) -> None:
-        self.apiVersion, self.kind = _intern(self.apiVersion), _intern(self.kind)
 
 
 class _ManagedField(_Shape):
@@ -617,6 +616,7 @@ class FastPath:
 
     def __init__(self, api_version: str, kind: str, shape: type[_Object]) -> None:
         self.api_version, self.kind = _intern(api_version), _intern(kind)
+        self.shape = shape
         self._watch: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_Watch[shape])  # type: ignore[valid-type]
         self._list: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_List[shape])  # type: ignore[valid-type]
         self._finish = _event_fields if shape is _KubeEvent else _sections
