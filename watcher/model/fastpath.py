@@ -179,11 +179,17 @@ class _MetadataWithHistory(_Metadata):
 
 
 class _Object(_Shape):
-    """A top-level object: its metadata (with or without history, per kind) and sections;
-    fix() applies what the Struct cannot say, in place, before to_builtins."""
+    """A top-level object: its metadata (with or without history, per kind) and sections.
+    fix() applies, in place and before to_builtins, what the Structs cannot say."""
+
+    metadata: _Metadata
 
     def fix(self) -> None:
-        raise NotImplementedError
+        self.metadata.fix()
+        for name in ("spec", "status"):
+            section = getattr(self, name, UNSET)
+            if section is not UNSET:
+                section.fix()
 
 
 # -- Pods -------------------------------------------------------------------------------------
@@ -259,13 +265,7 @@ class _PodStatus(_Shape):
 
 
 class _Pod(_Object):
-    metadata: _Metadata
     status: _PodStatus | UnsetType = UNSET
-
-    def fix(self) -> None:
-        self.metadata.fix()
-        if self.status is not UNSET:
-            self.status.fix()
 
 
 # -- Deployments, ReplicaSets, StatefulSets, DaemonSets ----------------------------------------
@@ -339,18 +339,14 @@ class _WorkloadStatus(_Shape):
     currentRevision: str = ""
     updateRevision: str = ""
 
+    def fix(self) -> None:
+        _fix_all(self.conditions)
+
 
 class _Workload(_Object):
     metadata: _MetadataWithHistory
     spec: _WorkloadSpec | UnsetType = UNSET
     status: _WorkloadStatus | UnsetType = UNSET
-
-    def fix(self) -> None:
-        self.metadata.fix()
-        if self.spec is not UNSET:
-            self.spec.fix()
-        if self.status is not UNSET:
-            _fix_all(self.status.conditions)
 
 
 # -- Flux and tofu-controller custom resources -------------------------------------------------
@@ -463,13 +459,6 @@ class _GitOps(_Object):
     spec: _GitOpsSpec | UnsetType = UNSET
     status: _GitOpsStatus | UnsetType = UNSET
 
-    def fix(self) -> None:
-        self.metadata.fix()
-        if self.spec is not UNSET:
-            self.spec.fix()
-        if self.status is not UNSET:
-            self.status.fix()
-
 
 # -- Leases and Events -------------------------------------------------------------------------
 
@@ -481,16 +470,13 @@ class _LeaseSpec(_Shape):
     acquireTime: Time = ""
     leaseTransitions: Int | UnsetType = UNSET
 
+    def fix(self) -> None:
+        self.renewTime, self.acquireTime = _time(self.renewTime), _time(self.acquireTime)
+
 
 class _Lease(_Object):
     metadata: _MetadataWithHistory
     spec: _LeaseSpec | UnsetType = UNSET
-
-    def fix(self) -> None:
-        self.metadata.fix()
-        if self.spec is not UNSET:
-            self.spec.renewTime = _time(self.spec.renewTime)
-            self.spec.acquireTime = _time(self.spec.acquireTime)
 
 
 class _InvolvedObject(_Ref, kw_only=True):
@@ -511,7 +497,6 @@ class _KubeEvent(_Object):
     """Both spellings (core/v1 and events.k8s.io/v1), reconciled in fix(): project() renames
     the events.k8s.io/v1 fields to their core/v1 names whatever the Event's group."""
 
-    metadata: _Metadata
     type: Token | Maybe = UNSET
     reason: Token | Maybe = UNSET
     message: Message | Maybe = UNSET
