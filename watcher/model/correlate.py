@@ -13,12 +13,20 @@ Runs over findings, not objects, so its cost follows the number of problems. Ste
   5. A controller that went down after its CRD was removed points at CRDRemoved.
   6. Every finding gets root_cause = the end of its chain; each root lists, in
      `affected`, every subject it explains.
+
+During an incident most findings are StatusStale candidates alone on their subject, each
+only pointing at its ControllerDown. The engine passes those as `satellites`: the pass
+admits one only when something asks about its subject (it is then *promoted*, exactly as
+if it had been a candidate), and otherwise only counts it into its root's message and
+`affected`. Its output is then the candidate with root_cause set (`satellite_output`), so
+a change to one costs the engine a list merge, not a pass over every finding.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -69,11 +77,39 @@ def _order(subject: Subject) -> tuple[str, str, str]:
     return (subject["namespace"], subject["kind"], subject["name"])
 
 
+OrderKey = tuple[bool, int, str, str, str, str, str]
+
+
+def order_key(f: Finding) -> OrderKey:
+    """Where a finding goes in the output: roots first, critical first, then by subject."""
+    return (not f.is_root, _SEVERITY_RANK.get(f.severity, 3), *_order(f.subject), f.type, f.id)
+
+
+def satellite_output(candidate: Finding, root: str) -> Finding:
+    """What correlation makes of a satellite it did not promote: the candidate, explained by `root`."""
+    c = candidate
+    return Finding(c.id, c.type, c.severity, c.subject, c.message, c.since, c.evidence, root_cause=root)
+
+
+@dataclass(slots=True)
+class Correlation:
+    findings: list[Finding]
+    """Every finding but the unpromoted satellites, in output order (see order_key)."""
+    promoted: set[Key] = field(default_factory=set)
+    """Satellites admitted as candidates because the pass asked about their subject."""
+    roots: dict[str, str] = field(default_factory=dict)
+    """Root cause of the unpromoted satellites, by the ControllerDown id they point at."""
+
+
 class _Pass:
     """The working state of one correlation pass."""
 
-    def __init__(self, store: View, config: ModelConfig, now: datetime) -> None:
+    def __init__(
+        self, store: View, config: ModelConfig, now: datetime, satellites: Mapping[Key, Finding]
+    ) -> None:
         self.store, self.config, self.now = store, config, now
+        self.satellites = satellites
+        self.promoted: set[Key] = set()
         self.found: dict[str, Finding] = {}
         self.keys: dict[str, Key] = {}
         self.links: dict[str, str] = {}
@@ -86,8 +122,10 @@ class _Pass:
         root_cause/affected/message are set on the copy and evidence is replaced, never mutated."""
         f = finding
         copy = Finding(f.id, f.type, f.severity, f.subject, f.message, f.since, f.evidence)
+        key = key or key_of_subject(copy.subject)
+        self.promote(key)
         self.found[copy.id] = copy
-        key = self.keys[copy.id] = key or key_of_subject(copy.subject)
+        self.keys[copy.id] = key
         ids = self.by_subject[key]
         ids.append(copy.id)
         if len(ids) > 1:
@@ -96,7 +134,15 @@ class _Pass:
             self.links[copy.id] = link
         return copy
 
+    def promote(self, key: Key) -> None:
+        """Admit the satellite on this subject (if any), as if it had been a candidate."""
+        satellite = self.satellites.get(key)
+        if satellite is not None and key not in self.promoted:
+            self.promoted.add(key)
+            self.add(satellite, link=satellite.evidence["controller_workload"], key=key)
+
     def primary(self, key: Key) -> str | None:
+        self.promote(key)
         ids = self.by_subject.get(key)
         return ids[0] if ids else None
 
@@ -114,9 +160,14 @@ def correlate(
     removals: Sequence[Finding] = (),
     config: ModelConfig,
     now: datetime,
-) -> list[Finding]:
-    """Root-attributed, deterministically ordered findings (roots first, critical first)."""
-    run = _Pass(view, config, now)
+    satellites: Mapping[Key, Finding] | None = None,
+) -> Correlation:
+    """Root-attributed, deterministically ordered findings (roots first, critical first).
+
+    `satellites`: StatusStale candidates, by subject, that are the only candidate on it and
+    are not among `candidates` (see the module docstring).
+    """
+    run = _Pass(view, config, now, satellites or {})
     own_pods = _controllers(run, controllers)
     for removal in removals:
         run.add(removal)
@@ -385,7 +436,7 @@ def _crd_links(run: _Pass) -> None:
                 break
 
 
-def _finish(run: _Pass) -> list[Finding]:
+def _finish(run: _Pass) -> Correlation:
     parent: dict[str, str | None] = {}
     for ids in run.by_subject.values():
         for index, fid in enumerate(ids):
@@ -402,23 +453,34 @@ def _finish(run: _Pass) -> list[Finding]:
         if finding.type is FindingType.DEPENDENCY_BLOCKED and root not in (fid, run.links.get(fid)):
             cause = run.found[root]
             finding.message += f" Root cause: {cause.type} of {describe(cause.subject)}."
-    for root, explained in members.items():
+    satellites: dict[str, list[tuple[Key, Finding]]] = defaultdict(list)
+    result = Correlation([], run.promoted)
+    for key, satellite in run.satellites.items():
+        if key not in run.promoted:
+            link = satellite.evidence["controller_workload"]
+            root = result.roots[link] = roots.get(link, link)
+            satellites[root].append((key, satellite))
+    for root in [*members, *(r for r in satellites if r not in members)]:
+        explained = members.get(root, [])
         own = run.keys[root]
-        subjects = {run.keys[f]: run.found[f].subject for f in explained if run.keys[f] != own}
+        named = [(f, run.keys[f], run.found[f].subject) for f in explained]
+        if root in satellites:  # listed as if they had been members: by id
+            named += [(s.id, key, s.subject) for key, s in satellites[root]]
+            named.sort(key=lambda entry: entry[0])
+        subjects = {key: subject for _, key, subject in named if key != own}
         for subject in run.extra.pop(root, ()):
             subjects.setdefault(key_of_subject(subject), subject)
         run.found[root].affected = sorted(subjects.values(), key=_order)
         if run.found[root].type is FindingType.CONTROLLER_DOWN:
-            _controller_message(run, run.found[root], explained)
+            _controller_message(run, run.found[root], explained, stale=len(satellites.get(root, ())))
     for root, extra in run.extra.items():
         run.found[root].affected = sorted(extra, key=_order)
+    explaining = members.keys() | satellites.keys()
     for finding in run.found.values():
-        if finding.type is FindingType.CONTROLLER_DOWN and finding.id not in members:
+        if finding.type is FindingType.CONTROLLER_DOWN and finding.id not in explaining:
             _controller_message(run, finding, [])
-    return sorted(
-        run.found.values(),
-        key=lambda f: (not f.is_root, _SEVERITY_RANK.get(f.severity, 3), *_order(f.subject), f.type, f.id),
-    )
+    result.findings = sorted(run.found.values(), key=order_key)
+    return result
 
 
 def _root(fid: str, parent: Mapping[str, str | None], roots: dict[str, str]) -> str:
@@ -439,8 +501,9 @@ def _root(fid: str, parent: Mapping[str, str | None], roots: dict[str, str]) -> 
     return root
 
 
-def _controller_message(run: _Pass, finding: Finding, explained: Sequence[str]) -> None:
-    stale = sum(1 for f in explained if run.found[f].type is FindingType.STATUS_STALE)
+def _controller_message(run: _Pass, finding: Finding, explained: Sequence[str], *, stale: int = 0) -> None:
+    """`stale`: unpromoted satellites it explains, besides `explained`."""
+    stale += sum(1 for f in explained if run.found[f].type is FindingType.STATUS_STALE)
     others = len({run.keys[f] for f in explained if run.found[f].type is not FindingType.STATUS_STALE})
     if stale:
         finding.message += (

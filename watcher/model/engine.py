@@ -11,7 +11,10 @@ Incremental design (an event must not cost O(cluster)):
     (tracked per controller), a ReplicaSet in their namespace or a Lease changes;
   * every cached answer carries the next moment a threshold could flip it; a heap of
     those deadlines makes `evaluate(later_now)` re-check exactly the objects due;
-  * correlation then runs over findings only, and only when something changed.
+  * correlation then runs over findings only, and only when something changed;
+  * during an incident most candidates are StatusStale alone on their subject (satellites,
+    see correlate.py): a change to one only replaces its output in a merge of two sorted
+    lists, unless the last correlation pass asked about its subject (promoted it).
 """
 
 from __future__ import annotations
@@ -37,9 +40,9 @@ from watcher.model.controllers import (
     match_spec,
     owns_pod,
 )
-from watcher.model.correlate import correlate
+from watcher.model.correlate import Correlation, OrderKey, correlate, order_key, satellite_output
 from watcher.model.flux import APPLIERS, revisions
-from watcher.model.graph import Recorder, Store, links_of
+from watcher.model.graph import Edge, Recorder, Store
 from watcher.model.kstatus import compute_status
 from watcher.model.objects import (
     Key,
@@ -57,6 +60,7 @@ from watcher.model.types import (
     ControllerSpec,
     Evaluation,
     Finding,
+    FindingType,
     ModelConfig,
     ObjectHealth,
     RevisionInfo,
@@ -129,6 +133,12 @@ class HealthModel:
         self._store = Store()
         self._local: dict[Key, _Local] = {}
         self._with_findings: set[Key] = set()
+        """Keys whose findings are correlation candidates (all but the satellites)."""
+        self._satellites: dict[Key, Finding] = {}
+        self._satellites_moved = False
+        self._outputs: dict[Key, tuple[Finding, str, Finding]] = {}
+        """Per unpromoted satellite: the candidate and root its output was made from, and it."""
+        self._correlation = Correlation([])
         self._dirty: set[Key] = set()
         self._controllers: dict[Key, ControllerSpec] = {}
         self._controllers_by_ns: dict[str, set[Key]] = defaultdict(set)
@@ -148,7 +158,7 @@ class HealthModel:
         """Correlate again regardless of what changed (controllers, removals, time, blindness)."""
         self._candidates_changed = False
         self._touched: set[Key] = set()
-        self._touched_edges: set[tuple[str, Key]] = set()
+        self._touched_edges: set[Edge] = set()
         self._reads: Recorder | None = None
 
     # -- Events ------------------------------------------------------------------------------
@@ -156,15 +166,15 @@ class HealthModel:
     def upsert(self, obj: Mapping[str, Any], *, now: datetime) -> None:
         """An object was added or changed: a projection (see project()), kept as given, not copied."""
         key = key_of(obj)
-        old = self._store.put(obj)
-        self._touch(key, old, obj, now=now)
+        old, edges = self._store.put(obj)
+        self._touch(key, old, obj, edges, now=now)
 
     def delete(self, obj: Mapping[str, Any], *, now: datetime) -> None:
         """An object was deleted; only its apiVersion, kind and metadata are read."""
         key = key_of(obj)
-        old = self._store.remove(key)
+        old, edges = self._store.remove(key)
         if old is not None:
-            self._touch(key, old, None, now=now)
+            self._touch(key, old, None, edges, now=now)
 
     def replace(
         self, api_version: str, kind: str, objs: Iterable[Mapping[str, Any]], *, now: datetime
@@ -200,23 +210,29 @@ class HealthModel:
         self._changed = self._recheck = True
 
     def _touch(
-        self, key: Key, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None, *, now: datetime
+        self,
+        key: Key,
+        old: Mapping[str, Any] | None,
+        new: Mapping[str, Any] | None,
+        edges: set[Edge],
+        *,
+        now: datetime,
     ) -> None:
-        """Mark what this change can affect: the object, its dependents, its controllers."""
+        """Mark what this change can affect: the object, its dependents, its controllers.
+        `edges`: the reverse-index entries it changed (only those change a referrers() answer)."""
         self._changed = True
         self._dirty.add(key)
         self._touched.add(key)
-        for obj in (old, new):
-            if obj is not None:
-                self._touched_edges |= links_of(obj)
+        self._touched_edges |= edges
         self._dirty.update(self._store.referrers("source", key))
         namespace = key.namespace
         if key.kind in WORKLOAD_KINDS and key.group == "apps":
             self._track_controller(key, new)
         elif (key.group, key.kind) == ("", "Pod"):
             self._track_pod(key, new)
-        elif (key.group, key.kind) == ("apps", "ReplicaSet"):
-            self._dirty_controllers.update(self._controllers_by_ns.get(namespace, ()))
+        elif (key.group, key.kind) == ("apps", "ReplicaSet"):  # it may link Pods to a controller
+            for workload_key in self._controllers_by_ns.get(namespace, ()):
+                self._rescan_pods(workload_key)
         elif (key.group, key.kind) == _LEASE:
             self._dirty_controllers.update(
                 k
@@ -238,9 +254,16 @@ class HealthModel:
             return
         self._controllers[key] = spec
         self._controllers_by_ns[key.namespace].add(key)
-        assert workload is not None
+        self._rescan_pods(key)
+
+    def _rescan_pods(self, key: Key) -> None:
+        """The Pods a controller workload owns, looked for among every Pod of its namespace."""
+        workload = self._store.raw(key)
+        self._dirty_controllers.add(key)
         pods = self._controller_pods[key]
         pods.clear()
+        if workload is None:
+            return
         for pod in self._store.in_namespace("", "Pod", key.namespace):
             if owns_pod(workload, pod, self._store.raw):
                 pods.add(key_of(pod))
@@ -334,18 +357,22 @@ class HealthModel:
         if self._last is None or self._must_correlate():
             reads = Recorder(self._store)
             candidates = [f for key in sorted(self._with_findings) for f in self._local[key].findings]
-            findings = correlate(
+            self._correlation = correlate(
                 candidates,
                 view=reads,
                 controllers=self._visible_states(),
                 removals=[r.finding for _, r in sorted(self._removals.items())],
                 config=self._config,
                 now=now,
+                satellites=self._satellites,
             )
             self._reads = reads
+            findings = self._with_satellites()
+        elif self._satellites_moved:
+            findings = self._with_satellites()
         else:
             findings = self._last.findings
-        self._recheck = self._candidates_changed = False
+        self._recheck = self._candidates_changed = self._satellites_moved = False
         self._touched, self._touched_edges = set(), set()
         self._last = Evaluation(
             now=now,
@@ -356,6 +383,25 @@ class HealthModel:
         )
         self._changed = False
         return self._last
+
+    def _with_satellites(self) -> list[Finding]:
+        """The last correlation's findings merged with the outputs of its unpromoted satellites."""
+        core = self._correlation
+        outputs: dict[Key, tuple[Finding, str, Finding]] = {}
+        for key, candidate in self._satellites.items():
+            if key in core.promoted:
+                continue
+            root = core.roots[candidate.evidence["controller_workload"]]
+            made = self._outputs.get(key)
+            if made is None or made[0] is not candidate or made[1] != root:
+                made = (candidate, root, satellite_output(candidate, root))
+            outputs[key] = made
+        self._outputs = outputs
+        if not outputs:
+            return core.findings
+        findings = [*core.findings, *(made[2] for made in outputs.values())]
+        keys: list[OrderKey] = [order_key(f) for f in findings]
+        return [findings[i] for i in sorted(range(len(findings)), key=keys.__getitem__)]
 
     def _must_correlate(self) -> bool:
         if self._recheck or self._candidates_changed or self._reads is None:
@@ -382,7 +428,9 @@ class HealthModel:
             pods = [
                 p for p in (self._store.get(k) for k in sorted(self._controller_pods[key])) if p is not None
             ]
-            leases = self._store.in_namespace(*_LEASE, spec.lease_namespace or key.namespace)
+            namespace = spec.lease_namespace or key.namespace
+            # in name order: which Lease find_lease() takes must not depend on set order
+            leases = sorted(self._store.in_namespace(*_LEASE, namespace), key=key_of)
             state = controller_state(
                 spec,
                 workload,
@@ -408,10 +456,11 @@ class HealthModel:
         obj = self._store.get(key)
         gitops = self._claims.is_gitops(key.group, key.kind)
         if obj is None:
-            if key in self._with_findings:
+            if key in self._with_findings or key in self._satellites:
                 self._candidates_changed = True
             self._local.pop(key, None)
             self._with_findings.discard(key)
+            self._satellites.pop(key, None)
             self._schedule("o", key, None)
             self._health.set(key, None)
             self._revisions.set(key, None)
@@ -422,16 +471,36 @@ class HealthModel:
         deadline = min(ctx.pending, default=None)
         previous = self._local.get(key)
         if findings != (previous.findings if previous is not None else []):
-            self._candidates_changed = True
+            self._candidate_changed(key, findings)
         if findings or deadline is not None:
             self._local[key] = _Local(findings, deadline)
         else:
             self._local.pop(key, None)
-        (self._with_findings.add if findings else self._with_findings.discard)(key)
         self._schedule("o", key, deadline)
         if gitops:
             self._health.set(key, self._object_health(obj, key))
             self._revisions.set(key, self._revision_info(obj, key))
+
+    def _candidate_changed(self, key: Key, findings: list[Finding]) -> None:
+        """File the key's new candidates as a satellite or for correlation; a satellite that
+        stays one, on the same controller and unpromoted, only moves in the output."""
+        satellite = findings[0] if len(findings) == 1 and _is_satellite(findings[0]) else None
+        old = self._satellites.get(key)
+        if satellite is not None:
+            self._satellites[key] = satellite
+            self._with_findings.discard(key)
+            if (
+                old is not None
+                and key not in self._correlation.promoted
+                and old.id == satellite.id
+                and old.evidence["controller_workload"] == satellite.evidence["controller_workload"]
+            ):
+                self._satellites_moved = self._changed = True
+                return
+        else:
+            self._satellites.pop(key, None)
+            (self._with_findings.add if findings else self._with_findings.discard)(key)
+        self._candidates_changed = True
 
     def _object_health(self, obj: Mapping[str, Any], key: Key) -> ObjectHealth:
         status = compute_status(obj)
@@ -453,6 +522,10 @@ class HealthModel:
             return None
         source = f"{revs.source.kind}/{revs.source.namespace}/{revs.source.name}"
         return RevisionInfo(subject_of(obj), source, revs.revision, revs.applied)
+
+
+def _is_satellite(finding: Finding) -> bool:
+    return finding.type is FindingType.STATUS_STALE
 
 
 def _verdict(claim: Claim) -> tuple[str | None, ControllerHealth | None]:

@@ -25,19 +25,28 @@ from watcher.model.flux import (
     release_keys,
     source_key,
 )
-from watcher.model.objects import Key, annotations_of, group_of, key_of, labels_of
+from watcher.model.objects import Key, annotations_of, dig, group_of, key_of, labels_of
+
+Links = dict[str, set[Key]]
+Edge = tuple[str, Key]
 
 
-def _links(obj: Mapping[str, Any]) -> dict[str, set[Key]]:
-    """Forward edges of one object, by edge kind."""
-    kind, group = obj["kind"], group_of(obj["apiVersion"])
-    links: dict[str, set[Key]] = {}
-    if kind in APPLIERS:
-        source = source_key(obj)
-        if source is not None:
-            links["source"] = {source}
+def _links(obj: Mapping[str, Any], old: Mapping[str, Any] | None, old_links: Links) -> Links:
+    """Forward edges of one object, by edge kind. An inventory (thousands of entries) equal
+    to the one of `old`, the previous version, is not parsed again: its edges are `old_links`'."""
+    kind = obj["kind"]
+    if kind not in APPLIERS:
+        return {}
+    group = group_of(obj["apiVersion"])
+    links: Links = {}
+    source = source_key(obj)
+    if source is not None:
+        links["source"] = {source}
     if kind == "Kustomization" and group == KUSTOMIZE_GROUP:
-        links["inventory"] = set(inventory(obj))
+        entries = dig(obj, "status", "inventory", "entries")
+        unchanged = old is not None and entries == dig(old, "status", "inventory", "entries")
+        known = old_links.get("inventory")
+        links["inventory"] = known if unchanged and known is not None else set(inventory(obj))
     if kind == "HelmRelease" and group == HELM_GROUP:
         links["release"] = release_keys(obj)
     return links
@@ -51,6 +60,7 @@ class Store:
         self._by_kind: dict[tuple[str, str], set[Key]] = defaultdict(set)
         self._by_namespace: dict[tuple[str, str, str], set[Key]] = defaultdict(set)
         self._reverse: dict[str, dict[Key, set[Key]]] = defaultdict(lambda: defaultdict(set))
+        self._links: dict[Key, Links] = {}
         self.blind: frozenset[str] = frozenset()
 
     def visible(self, kind: str) -> bool:
@@ -63,24 +73,23 @@ class Store:
         """Ignoring blindness: for bookkeeping (deletes, relists), never for judging."""
         return self._objects.get(key)
 
-    def put(self, obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
-        """Insert or replace; returns the previous version."""
+    def put(self, obj: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, set[Edge]]:
+        """Insert or replace; returns the previous version and the edges that came or went."""
         key = key_of(obj)
         old = self._objects.get(key)
         self._objects[key] = obj
         if old is None:
             self._by_kind[key.group, key.kind].add(key)
             self._by_namespace[key.group, key.kind, key.namespace].add(key)
-        self._relink(key, old, obj)
-        return old
+        return old, self._relink(key, _links(obj, old, self._links.get(key, {})))
 
-    def remove(self, key: Key) -> Mapping[str, Any] | None:
+    def remove(self, key: Key) -> tuple[Mapping[str, Any] | None, set[Edge]]:
         old = self._objects.pop(key, None)
-        if old is not None:
-            self._discard(self._by_kind, (key.group, key.kind), key)
-            self._discard(self._by_namespace, (key.group, key.kind, key.namespace), key)
-            self._relink(key, old, None)
-        return old
+        if old is None:
+            return None, set()
+        self._discard(self._by_kind, (key.group, key.kind), key)
+        self._discard(self._by_namespace, (key.group, key.kind, key.namespace), key)
+        return old, self._relink(key, {})
 
     @staticmethod
     def _discard(index: dict[Any, set[Key]], bucket: Any, key: Key) -> None:
@@ -90,18 +99,23 @@ class Store:
             if not members:
                 del index[bucket]
 
-    def _relink(self, key: Key, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
-        before = _links(old) if old is not None else {}
-        after = _links(new) if new is not None else {}
+    def _relink(self, key: Key, after: Links) -> set[Edge]:
+        before = self._links.pop(key, {})
+        if after:
+            self._links[key] = after
+        changed: set[Edge] = set()
         for edge in before.keys() | after.keys():
             gone, came = before.get(edge, set()), after.get(edge, set())
-            if gone == came:
+            if gone is came or gone == came:
                 continue
             reverse = self._reverse[edge]
             for target in gone - came:
                 self._discard(reverse, target, key)
+                changed.add((edge, target))
             for target in came - gone:
                 reverse[target].add(key)
+                changed.add((edge, target))
+        return changed
 
     def kinds(self) -> Iterator[tuple[str, str]]:
         return iter(list(self._by_kind))
@@ -148,11 +162,6 @@ class Recorder:
     def referrers(self, edge: str, target: Key) -> set[Key]:
         self.edges.add((edge, target))
         return self._store.referrers(edge, target)
-
-
-def links_of(obj: Mapping[str, Any]) -> set[tuple[str, Key]]:
-    """Every (edge, target) this object contributes to the reverse indexes."""
-    return {(edge, target) for edge, targets in _links(obj).items() for target in targets}
 
 
 # -- Ownership ----------------------------------------------------------------------------------
