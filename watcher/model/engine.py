@@ -66,22 +66,23 @@ from watcher.model.types import (
     RevisionInfo,
 )
 
+K = TypeVar("K", bound=tuple[Any, ...])
 V = TypeVar("V")
 
 _CRD = ("apiextensions.k8s.io", "CustomResourceDefinition")
 _LEASE = ("coordination.k8s.io", "Lease")
 
 
-class _Table(Generic[V]):
+class _Table(Generic[K, V]):
     """Values kept sorted by key, so an output list is a copy, not a sort, and the same
     list is handed out again until something changes (Evaluations treat it as read-only)."""
 
     def __init__(self) -> None:
-        self._keys: list[Key] = []
+        self._keys: list[K] = []
         self._values: list[V] = []
         self._out: list[V] | None = None
 
-    def set(self, key: Key, value: V | None) -> None:
+    def set(self, key: K, value: V | None) -> None:
         index = bisect_left(self._keys, key)
         present = index < len(self._keys) and self._keys[index] == key
         if value is None:
@@ -136,9 +137,14 @@ class HealthModel:
         """Keys whose findings are correlation candidates (all but the satellites)."""
         self._satellites: dict[Key, Finding] = {}
         self._satellites_moved = False
-        self._outputs: dict[Key, tuple[Finding, str, Finding]] = {}
-        """Per unpromoted satellite: the candidate and root its output was made from, and it."""
+        self._moved: set[Key] = set()
+        """Satellites added, changed or gone since their outputs were last placed."""
+        self._outputs: dict[Key, OrderKey] = {}
+        self._placed: _Table[OrderKey, Finding] = _Table()
+        """The unpromoted satellites' outputs, in output order."""
         self._correlation = Correlation([])
+        self._placed_for = Correlation([])
+        """The correlation whose promotions and roots `_placed` follows."""
         self._dirty: set[Key] = set()
         self._controllers: dict[Key, ControllerSpec] = {}
         self._controllers_by_ns: dict[str, set[Key]] = defaultdict(set)
@@ -150,8 +156,8 @@ class HealthModel:
         self._due: dict[tuple[str, Key], datetime] = {}
         self._heap: list[tuple[datetime, int, str, Key]] = []
         self._seq = itertools.count()
-        self._health: _Table[ObjectHealth] = _Table()
-        self._revisions: _Table[RevisionInfo] = _Table()
+        self._health: _Table[Key, ObjectHealth] = _Table()
+        self._revisions: _Table[Key, RevisionInfo] = _Table()
         self._changed = True
         self._last: Evaluation | None = None
         self._recheck = True
@@ -386,22 +392,22 @@ class HealthModel:
 
     def _with_satellites(self) -> list[Finding]:
         """The last correlation's findings merged with the outputs of its unpromoted satellites."""
-        core = self._correlation
-        outputs: dict[Key, tuple[Finding, str, Finding]] = {}
-        for key, candidate in self._satellites.items():
-            if key in core.promoted:
-                continue
-            root = core.roots[candidate.evidence["controller_workload"]]
-            made = self._outputs.get(key)
-            if made is None or made[0] is not candidate or made[1] != root:
-                made = (candidate, root, satellite_output(candidate, root))
-            outputs[key] = made
-        self._outputs = outputs
-        if not outputs:
-            return core.findings
-        findings = [*core.findings, *(made[2] for made in outputs.values())]
-        keys: list[OrderKey] = [order_key(f) for f in findings]
-        return [findings[i] for i in sorted(range(len(findings)), key=keys.__getitem__)]
+        core, placed = self._correlation, self._placed_for
+        if core.roots != placed.roots:
+            moved = self._outputs.keys() | self._satellites.keys()
+        else:
+            moved = self._moved | (core.promoted ^ placed.promoted)
+        self._moved, self._placed_for = set(), core
+        for key in moved:
+            at = self._outputs.pop(key, None)
+            if at is not None:
+                self._placed.set(at, None)
+            candidate = self._satellites.get(key)
+            if candidate is not None and key not in core.promoted:
+                output = satellite_output(candidate, core.roots[candidate.evidence["controller_workload"]])
+                at = self._outputs[key] = order_key(output)
+                self._placed.set(at, output)
+        return _merge(core.findings, self._placed)
 
     def _must_correlate(self) -> bool:
         if self._recheck or self._candidates_changed or self._reads is None:
@@ -458,6 +464,7 @@ class HealthModel:
         if obj is None:
             if key in self._with_findings or key in self._satellites:
                 self._candidates_changed = True
+                self._moved.add(key)
             self._local.pop(key, None)
             self._with_findings.discard(key)
             self._satellites.pop(key, None)
@@ -486,6 +493,7 @@ class HealthModel:
         stays one, on the same controller and unpromoted, only moves in the output."""
         satellite = findings[0] if len(findings) == 1 and _is_satellite(findings[0]) else None
         old = self._satellites.get(key)
+        self._moved.add(key)
         if satellite is not None:
             self._satellites[key] = satellite
             self._with_findings.discard(key)
@@ -522,6 +530,22 @@ class HealthModel:
             return None
         source = f"{revs.source.kind}/{revs.source.namespace}/{revs.source.name}"
         return RevisionInfo(subject_of(obj), source, revs.revision, revs.applied)
+
+
+def _merge(findings: list[Finding], placed: _Table[OrderKey, Finding]) -> list[Finding]:
+    """Both in output order: each of `findings` goes in where its order key falls among `placed`'s."""
+    if not placed._keys:
+        return findings
+    keys, values = placed._keys, placed._values
+    merged: list[Finding] = []
+    start = 0
+    for finding in findings:
+        index = bisect_left(keys, order_key(finding), start)
+        merged += values[start:index]
+        merged.append(finding)
+        start = index
+    merged += values[start:]
+    return merged
 
 
 def _is_satellite(finding: Finding) -> bool:
