@@ -214,7 +214,7 @@ def _admit(
     if candidate.type is FindingType.STATUS_STALE:
         run.add(candidate, link=candidate.evidence["controller_workload"], key=key)
         return
-    if key in stale and candidate.type is not FindingType.RETRY_LOOP:
+    if (key in stale or key in run.satellites) and candidate.type is not FindingType.RETRY_LOOP:
         return  # a cached status proves nothing while its controller is down
     controller = own_pods.get(key) or _former_pod_of(key, own_pods)
     if controller is not None and not controller.health.up:
