@@ -152,7 +152,7 @@ def render(machine: dict[str, Any], results: Sequence[dict[str, Any]]) -> str:
                 _num("pipeline", "stalewatch_each_events_per_s", unit=" ev/s"),
             ),
             (
-                "stalewatch: decode + project + upsert (ingest only)",
+                "stalewatch: ingest (decode + project + upsert), one evaluation at the end",
                 _num("pipeline", "stalewatch_ingest_events_per_s", unit=" ev/s"),
             ),
             (
