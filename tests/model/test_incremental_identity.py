@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from tests.model.builders import MIN, NOW, SEC, Obj, controller, crd, flux, lease, warning_about
-from tests.model.test_engine import tofu_world
+from tests.model.test_engine import snapshot, tofu_world
 from tests.model.test_incidents import (
     child_on_old_revision,
     forgotten_reconciling,
@@ -28,7 +28,7 @@ from tests.model.test_incidents import (
 from watcher.model.engine import HealthModel, evaluate
 from watcher.model.objects import Key, key_of
 from watcher.model.projection import project
-from watcher.model.types import Evaluation, ModelConfig
+from watcher.model.types import ModelConfig
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 CONTROLLERS = ("source-controller", "kustomize-controller", "helm-controller", "tofu-controller")
@@ -74,15 +74,6 @@ def variants() -> dict[Key, list[dict[str, Any]]]:
 def fresh_lease(name: str, now: datetime) -> dict[str, Any]:
     """The controller's leader Lease, renewed just before `now` (it is up until ~35 s later)."""
     return project(lease(f"{name}-leader-election", holder=f"{name}-7d9f-x2x4z_0c1f3a", renewed=NOW - now))
-
-
-def snapshot(evaluation: Evaluation) -> dict[str, Any]:
-    return {
-        "findings": [f.to_dict() for f in evaluation.findings],
-        "objects": evaluation.objects,
-        "controllers": evaluation.controllers,
-        "revisions": evaluation.revisions,
-    }
 
 
 def play(seed: int, steps: int) -> None:
