@@ -416,7 +416,7 @@ def test_the_fast_path_decodes_exactly_the_fields_project_keeps(api_version: str
     group = api_version.rpartition("/")[0]
     meta, spec, status = projection._CHECKS.get((group, kind), projection._CUSTOM)
     sections = {"spec": spec, "status": status}
-    if (group, kind) in projection._EVENT_KINDS:
+    if (group, kind) in projection.EVENT_KINDS:
         meta, sections = projection._METADATA_WITHOUT_HISTORY, {"": projection._EVENT}
     kept = {"metadata"} | projected_paths(meta, "metadata.")
     for name, check in sections.items():
@@ -426,7 +426,7 @@ def test_the_fast_path_decodes_exactly_the_fields_project_keeps(api_version: str
     fast = fast_path(api_version, kind)
     assert fast is not None
     shape = msgspec.inspect.type_info(fast.shape)
-    renames = projection._EVENTS_V1_RENAMES
+    renames = projection.EVENTS_V1_RENAMES
     decoded = {
         ".".join([renames.get(head, head), *rest])
         for head, *rest in (path.split(".") for path in struct_paths(shape))

@@ -29,12 +29,12 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 # project()'s own tables, so that both paths keep the same kinds, conditions and names; a test
 # checks that the Structs below decode exactly the fields project() keeps.
 from watcher.model.projection import (
-    _EVENT_KINDS,
-    _EVENTS_V1_RENAMES,
-    _KEPT_ANNOTATIONS,
-    _POD_CONDITIONS,
-    _SECTIONS,
+    EVENT_KINDS,
+    EVENTS_V1_RENAMES,
+    KEPT_ANNOTATIONS,
     MESSAGE_LIMIT,
+    POD_CONDITIONS,
+    SECTIONS,
     project,
 )
 
@@ -159,7 +159,7 @@ class _Metadata(_Shape):
             kept = {
                 _intern(k): v[:MESSAGE_LIMIT]
                 for k, v in self.annotations.items()
-                if k.startswith(_KEPT_ANNOTATIONS)
+                if k.startswith(KEPT_ANNOTATIONS)
             }
             if len(kept) > 64:
                 raise Unsure("too many kept annotations: project() names the object")
@@ -256,7 +256,7 @@ class _PodStatus(_Shape):
         self.phase, self.reason = _intern(self.phase), _intern(self.reason)
         self.startTime = _time(self.startTime)
         if self.conditions is not UNSET:
-            self.conditions = [c for c in self.conditions if c.type in _POD_CONDITIONS]
+            self.conditions = [c for c in self.conditions if c.type in POD_CONDITIONS]
             if len(self.conditions) > 64:
                 raise Unsure("too many Pod conditions: project() names the object")
             _fix_all(self.conditions)
@@ -542,7 +542,7 @@ _EVENT_TIMES = (
 
 def _event_fields(fields: dict[str, Any]) -> dict[str, Any]:
     """The core/v1 spelling of each field, nulls and empty strings left out."""
-    for old, new in _EVENTS_V1_RENAMES.items():
+    for old, new in EVENTS_V1_RENAMES.items():
         if old in fields:
             if new in fields:
                 raise Unsure(f"both {old} and {new}: which wins depends on their order")
@@ -653,7 +653,7 @@ _SHAPES: dict[tuple[str, str], type[_Object]] = {
     ("apps", "DaemonSet"): _Workload,
     ("apps", "ReplicaSet"): _Workload,
     ("coordination.k8s.io", "Lease"): _Lease,
-    **dict.fromkeys(_EVENT_KINDS, _KubeEvent),
+    **dict.fromkeys(EVENT_KINDS, _KubeEvent),
 }
 """Built-in kinds with a fast path; every kind project() treats as a custom resource gets the
 GitOps shape; the remaining built-ins (CRDs, Jobs, Services, ...) take the slow path."""
@@ -667,7 +667,7 @@ def fast_path(api_version: str, kind: str) -> FastPath | None:
     if key not in _CACHE:
         group = api_version.rpartition("/")[0]
         shape = _SHAPES.get((group, kind))
-        if shape is None and (group, kind) not in _SECTIONS:
+        if shape is None and (group, kind) not in SECTIONS:
             shape = _GitOps
         _CACHE[key] = FastPath(api_version, kind, shape) if shape is not None else None
     return _CACHE[key]

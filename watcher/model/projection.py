@@ -202,7 +202,7 @@ _MESSAGE = _str(MESSAGE_LIMIT)
 _I = _int()
 _REF = _obj({"apiVersion": _TOKEN, "kind": _TOKEN, "name": _NAME, "namespace": _NAME})
 
-_KEPT_ANNOTATIONS = (
+KEPT_ANNOTATIONS = (
     "reconcile.fluxcd.io/",
     "meta.helm.sh/",
     "helm.toolkit.fluxcd.io/",
@@ -232,7 +232,7 @@ _METADATA_FIELDS: dict[str, Check] = {
     "deletionTimestamp": _time,
     "labels": _labels(256),
     "annotations": _labels(
-        limit=64, keep=lambda k: k.startswith(_KEPT_ANNOTATIONS), value_limit=MESSAGE_LIMIT
+        limit=64, keep=lambda k: k.startswith(KEPT_ANNOTATIONS), value_limit=MESSAGE_LIMIT
     ),
     "ownerReferences": _list(
         _obj({"apiVersion": _TOKEN, "kind": _TOKEN, "name": _NAME, "controller": _bool}),
@@ -348,7 +348,7 @@ _CONTAINER_STATUSES = _list(
     ),
     limit=64,
 )
-_POD_CONDITIONS = frozenset({"Ready", "PodScheduled"})
+POD_CONDITIONS = frozenset({"Ready", "PodScheduled"})
 """The only Pod conditions any rule reads (kstatus' Pod rule and ours); the rest is dropped."""
 
 _POD_SPEC: dict[str, Check] = {}
@@ -362,7 +362,7 @@ _POD_STATUS: dict[str, Check] = {
         limit=64,
         strict=True,
         only=lambda c: (
-            type(c) is not dict or (isinstance(c.get("type"), str) and c["type"] in _POD_CONDITIONS)
+            type(c) is not dict or (isinstance(c.get("type"), str) and c["type"] in POD_CONDITIONS)
         ),
     ),
     "containerStatuses": _CONTAINER_STATUSES,
@@ -393,7 +393,7 @@ _JOB_STATUS: dict[str, Check] = {
 _SERVICE_SPEC: dict[str, Check] = {"type": _TOKEN, "clusterIP": _S}
 _PVC_STATUS: dict[str, Check] = {"phase": _TOKEN}
 
-_SECTIONS: dict[tuple[str, str], tuple[dict[str, Check], dict[str, Check]]] = {
+SECTIONS: dict[tuple[str, str], tuple[dict[str, Check], dict[str, Check]]] = {
     ("apps", "Deployment"): (_WORKLOAD_SPEC, _WORKLOAD_STATUS),
     ("apps", "StatefulSet"): (_WORKLOAD_SPEC, _WORKLOAD_STATUS),
     ("apps", "DaemonSet"): (_WORKLOAD_SPEC, _WORKLOAD_STATUS),
@@ -409,7 +409,7 @@ _SECTIONS: dict[tuple[str, str], tuple[dict[str, Check], dict[str, Check]]] = {
 }
 """Built-in kinds; anything else is treated as a custom resource (the GitOps fields)."""
 
-_EVENT_KINDS = {("", "Event"), ("events.k8s.io", "Event")}
+EVENT_KINDS = {("", "Event"), ("events.k8s.io", "Event")}
 _EVENT_FIELDS: dict[str, Check] = {
     "type": _TOKEN,
     "reason": _TOKEN,
@@ -425,7 +425,7 @@ _EVENT_FIELDS: dict[str, Check] = {
     ),
     "reportingController": _TOKEN,
 }
-_EVENTS_V1_RENAMES = {
+EVENTS_V1_RENAMES = {
     "regarding": "involvedObject",
     "note": "message",
     "deprecatedCount": "count",
@@ -441,7 +441,7 @@ _METADATA_WITHOUT_HISTORY = _obj(_METADATA_FIELDS, strict=True)
 
 _CHECKS: dict[tuple[str, str], tuple[Check, Check, Check]] = {
     group_kind: (_METADATA_WITHOUT_HISTORY if group_kind[1] == "Pod" else _METADATA, _obj(spec), _obj(status))
-    for group_kind, (spec, status) in _SECTIONS.items()
+    for group_kind, (spec, status) in SECTIONS.items()
 }
 _CUSTOM = (_METADATA, _obj(_GITOPS_SPEC), _obj(_GITOPS_STATUS))
 _EVENT = _obj(_EVENT_FIELDS)
@@ -470,7 +470,7 @@ def _project(
     obj: Mapping[str, Any], kind: str, api_version: str, metadata: Mapping[str, Any]
 ) -> dict[str, Any]:
     group = api_version.rpartition("/")[0]
-    event = (group, kind) in _EVENT_KINDS
+    event = (group, kind) in EVENT_KINDS
     meta_check, spec_check, status_check = _CHECKS.get((group, kind), _CUSTOM)
     if event:
         meta_check = _METADATA_WITHOUT_HISTORY
@@ -481,7 +481,7 @@ def _project(
         raise
     out: dict[str, Any] = {"apiVersion": sys.intern(api_version), "kind": sys.intern(kind), "metadata": meta}
     if event:
-        out.update(_section(_EVENT, {_EVENTS_V1_RENAMES.get(k, k): v for k, v in obj.items()}, None))
+        out.update(_section(_EVENT, {EVENTS_V1_RENAMES.get(k, k): v for k, v in obj.items()}, None))
         return out
     for name, check in (("spec", spec_check), ("status", status_check)):
         section = _section(check, obj.get(name), name)
