@@ -360,6 +360,7 @@ class HealthModel:
         dirty, self._dirty = self._dirty, set()
         for key in dirty:
             self._refresh_object(key, now)
+            self._store.pack(key)
         if self._last is None or self._must_correlate():
             reads = Recorder(self._store)
             candidates = [f for key in sorted(self._with_findings) for f in self._local[key].findings]

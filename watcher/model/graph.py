@@ -8,6 +8,10 @@ ownerReferences) are read from the object itself when needed.
 
 Kinds the watcher currently cannot see (RBAC 403, API server down) are *blind*: the
 store answers as if they did not exist, so no rule reasons from last-known data.
+
+Pods and ReplicaSets, most of a cluster's objects and read again only when they change or
+a finding names them, are kept packed (msgpack) once the engine has judged them: about
+650 bytes for a Pod instead of 2.5 KB of small dicts, for about 5 us to unpack on a read.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Protocol
+
+import msgspec
 
 from watcher.model.flux import (
     APPLIERS,
@@ -29,6 +35,17 @@ from watcher.model.objects import Key, annotations_of, dig, group_of, key_of, la
 
 Links = dict[str, set[Key]]
 Edge = tuple[str, Key]
+
+PACKED_KINDS = frozenset({("", "Pod"), ("apps", "ReplicaSet")})
+_encode = msgspec.msgpack.Encoder().encode
+_decode = msgspec.msgpack.Decoder().decode
+
+
+def _unpacked(value: Mapping[str, Any] | bytes | None) -> Mapping[str, Any] | None:
+    if isinstance(value, bytes):
+        unpacked: Mapping[str, Any] = _decode(value)
+        return unpacked
+    return value
 
 
 def _links(obj: Mapping[str, Any], old: Mapping[str, Any] | None, old_links: Links) -> Links:
@@ -56,7 +73,7 @@ class Store:
     """Projected objects by key, with per-kind, per-namespace and reverse-edge indexes."""
 
     def __init__(self) -> None:
-        self._objects: dict[Key, Mapping[str, Any]] = {}
+        self._objects: dict[Key, Mapping[str, Any] | bytes] = {}
         self._by_kind: dict[tuple[str, str], set[Key]] = defaultdict(set)
         self._by_namespace: dict[tuple[str, str, str], set[Key]] = defaultdict(set)
         self._reverse: dict[str, dict[Key, set[Key]]] = defaultdict(lambda: defaultdict(set))
@@ -67,16 +84,22 @@ class Store:
         return kind not in self.blind
 
     def get(self, key: Key) -> Mapping[str, Any] | None:
-        return self._objects.get(key) if key.kind not in self.blind else None
+        return _unpacked(self._objects.get(key)) if key.kind not in self.blind else None
 
     def raw(self, key: Key) -> Mapping[str, Any] | None:
         """Ignoring blindness: for bookkeeping (deletes, relists), never for judging."""
-        return self._objects.get(key)
+        return _unpacked(self._objects.get(key))
+
+    def pack(self, key: Key) -> None:
+        """Keep a judged object of a PACKED_KINDS kind as bytes until it is read again."""
+        value = self._objects.get(key)
+        if type(value) is dict and (key.group, key.kind) in PACKED_KINDS:
+            self._objects[key] = bytes(memoryview(_encode(value)))  # the copy drops spare capacity
 
     def put(self, obj: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, set[Edge]]:
         """Insert or replace; returns the previous version and the edges that came or went."""
         key = key_of(obj)
-        old = self._objects.get(key)
+        old = _unpacked(self._objects.get(key))
         self._objects[key] = obj
         if old is None:
             self._by_kind[key.group, key.kind].add(key)
@@ -84,7 +107,7 @@ class Store:
         return old, self._relink(key, _links(obj, old, self._links.get(key, {})))
 
     def remove(self, key: Key) -> tuple[Mapping[str, Any] | None, set[Edge]]:
-        old = self._objects.pop(key, None)
+        old = _unpacked(self._objects.pop(key, None))
         if old is None:
             return None, set()
         self._discard(self._by_kind, (key.group, key.kind), key)
@@ -126,7 +149,8 @@ class Store:
     def in_namespace(self, group: str, kind: str, namespace: str) -> Iterable[Mapping[str, Any]]:
         if kind in self.blind:
             return []
-        return [self._objects[k] for k in self._by_namespace.get((group, kind, namespace), ())]
+        found = (_unpacked(self._objects[k]) for k in self._by_namespace.get((group, kind, namespace), ()))
+        return [obj for obj in found if obj is not None]
 
     def referrers(self, edge: str, target: Key) -> set[Key]:
         """Objects with an `edge` ("source", "inventory", "release") to `target`."""
