@@ -72,7 +72,7 @@ class MemorySink:
 
     objects: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
     deleted: list[str] = field(default_factory=list)
-    replaced: int = 0
+    retained: int = 0
 
     def upsert(self, resource: Resource, obj: dict[str, Any]) -> None:
         self.objects[_key(obj)] = obj
@@ -81,13 +81,11 @@ class MemorySink:
         self.deleted.append(obj["metadata"]["name"])
         self.objects.pop(_key(obj), None)
 
-    def replace(self, resource: Resource, objects: list[dict[str, Any]]) -> None:
-        self.replaced += 1
-        new = {_key(obj): obj for obj in objects}
-        for key in [k for k in self.objects if k[0] == resource.kind and k not in new]:
+    def retain(self, resource: Resource, keys: set[tuple[str, str]]) -> None:
+        self.retained += 1
+        for key in [k for k in self.objects if k[0] == resource.kind and (k[1], k[2]) not in keys]:
             self.deleted.append(key[2])
             del self.objects[key]
-        self.objects.update(new)
 
     def notify(self) -> None:
         pass

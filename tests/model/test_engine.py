@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from tests.model.builders import (
+    FLUX_NS,
     MIN,
     NOW,
     SEC,
@@ -197,6 +198,18 @@ def test_relist_replaces_every_object_of_the_kind_and_ends_blindness() -> None:
     model.replace(
         "kustomize.toolkit.fluxcd.io/v1", "Kustomization", [project(kustomization("apps"))], now=NOW
     )
+
+    assert [
+        o.subject["name"] for o in model.evaluate(NOW).objects if o.subject["kind"] == "Kustomization"
+    ] == ["apps"]
+
+
+def test_a_relist_delivered_page_by_page_keeps_only_what_it_listed_and_ends_blindness() -> None:
+    model = fed(*flux(), git_repository(), kustomization("apps"), kustomization("gone"))
+    model.set_blind({"Kustomization"})
+
+    model.upsert(project(kustomization("apps")), now=NOW)
+    model.retain("kustomize.toolkit.fluxcd.io/v1", "Kustomization", {(FLUX_NS, "apps")}, now=NOW)
 
     assert [
         o.subject["name"] for o in model.evaluate(NOW).objects if o.subject["kind"] == "Kustomization"

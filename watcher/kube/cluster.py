@@ -114,7 +114,7 @@ class ClusterWatcher:
             return
         entry[1].cancel()
         self._telemetry.forget(resource.group, resource.kind)
-        self._sink.replace(resource, [])
+        self._sink.retain(resource, set())
         log.info("stopped watching", extra=fields(group=resource.group, kind=resource.kind, reason=why))
 
     # -- The CRD reflector's sink ----------------------------------------------------------
@@ -127,11 +127,11 @@ class ClusterWatcher:
         self._sink.delete(resource, obj)
         self._reconcile_crd(obj["metadata"]["name"], None)
 
-    def replace(self, resource: Resource, objects: list[dict[str, Any]]) -> None:
-        self._sink.replace(resource, objects)
-        listed = {obj["metadata"]["name"]: obj for obj in objects}
-        for name in sorted(self._custom.keys() | listed.keys()):
-            self._reconcile_crd(name, listed.get(name))
+    def retain(self, resource: Resource, keys: set[tuple[str, str]]) -> None:
+        self._sink.retain(resource, keys)
+        listed = {name for _, name in keys}
+        for name in sorted(self._custom.keys() - listed):
+            self._reconcile_crd(name, None)
 
     def notify(self) -> None:
         self._sink.notify()

@@ -95,13 +95,13 @@ class LiveModel:
     def delete(self, resource: Resource, obj: dict[str, Any]) -> None:
         self._apply("delete", resource, obj, lambda: self.model.delete(obj, now=self._clock()))
 
-    def replace(self, resource: Resource, objects: list[dict[str, Any]]) -> None:
+    def retain(self, resource: Resource, keys: set[tuple[str, str]]) -> None:
         now = self._clock()
         self._apply(
-            "replace",
+            "retain",
             resource,
             None,
-            lambda: self.model.replace(resource.api_version, resource.kind, objects, now=now),
+            lambda: self.model.retain(resource.api_version, resource.kind, keys, now=now),
         )
 
     def _apply(

@@ -50,6 +50,7 @@ log = get_logger("kube")
 MAX_LINE_BYTES = 64 * 1024 * 1024
 """A watch line longer than this is a broken stream (etcd's object limit is 1.5 MiB)."""
 
+
 class Sink(Protocol):
     """Where a reflector delivers projected objects (the live model, or a test store)."""
 
@@ -57,8 +58,9 @@ class Sink(Protocol):
 
     def delete(self, resource: Resource, obj: dict[str, Any]) -> None: ...
 
-    def replace(self, resource: Resource, objects: list[dict[str, Any]]) -> None:
-        """These are now ALL the objects of the kind: anything else of it is gone."""
+    def retain(self, resource: Resource, keys: set[ObjectKey]) -> None:
+        """A relist delivered its objects (upserts, page by page): of the kind, only these
+        (namespace, name) remain, anything else of it is gone."""
 
     def notify(self) -> None:
         """Watch state changed (synced, forbidden, live): re-evaluate soon."""
@@ -263,7 +265,9 @@ class Reflector:
         raise _Retry(result, f"HTTP {response.status}: {message}", delay=delay)
 
     async def _list(self, reason: str) -> None:
-        """All pages, projected page by page; the kind is replaced only once all arrived."""
+        """All pages, each delivered as it arrives (a 50k-Pod list is never held whole: its
+        projections would raise the process's high-water mark for good); once all arrived,
+        whatever of the kind was not listed is gone."""
         attributes = {
             "k8s.group": self.resource.group,
             "k8s.kind": self.resource.kind,
@@ -276,7 +280,6 @@ class Reflector:
         timeout = aiohttp.ClientTimeout(
             sock_connect=self._options.request_timeout, sock_read=self._options.request_timeout
         )
-        projected: list[dict[str, Any]] = []
         keys: set[ObjectKey] = set()
         malformed: dict[ObjectKey, str] = {}
         token = ""
@@ -289,7 +292,7 @@ class Reflector:
                 if not token:
                     raise
                 token = ""  # the continue token expired mid-list: start the list over
-                projected, keys, malformed = [], set(), {}
+                keys, malformed = set(), {}
                 continue
             try:
                 body = await response.read()
@@ -302,20 +305,16 @@ class Reflector:
                 for key, obj in fast.items:
                     if self._keep(key[0]):
                         keys.add(key)
-                        projected.append(obj)
+                        self._sink.upsert(self.resource, obj)
                 token, rv = fast.continue_token, fast.resource_version
             else:
-                token, rv = self._slow_page(body, projected, keys, malformed)
+                token, rv = self._slow_page(body, keys, malformed)
             if not token:
                 break
-        self._commit(projected, keys, malformed, rv, reason)
+        self._commit(keys, malformed, rv, reason)
 
     def _slow_page(
-        self,
-        body: bytes,
-        projected: list[dict[str, Any]],
-        keys: set[ObjectKey],
-        malformed: dict[ObjectKey, str],
+        self, body: bytes, keys: set[ObjectKey], malformed: dict[ObjectKey, str]
     ) -> tuple[str, str]:
         """orjson + project() for a page the fast path left; returns (continue, resourceVersion)."""
         try:
@@ -326,19 +325,12 @@ class Reflector:
             entry = self._project(item, malformed)
             if entry is not None:
                 keys.add(entry[0])
-                projected.append(entry[1])
+                self._sink.upsert(self.resource, entry[1])
         meta = page.get("metadata") or {}
         return meta.get("continue") or "", str(meta.get("resourceVersion") or "")
 
-    def _commit(
-        self,
-        projected: list[dict[str, Any]],
-        keys: set[ObjectKey],
-        malformed: dict[ObjectKey, str],
-        rv: str,
-        reason: str,
-    ) -> None:
-        self._sink.replace(self.resource, projected)
+    def _commit(self, keys: set[ObjectKey], malformed: dict[ObjectKey, str], rv: str, reason: str) -> None:
+        self._sink.retain(self.resource, keys)
         trace.get_current_span().set_attributes(
             {"stalewatch.objects": len(keys), "stalewatch.malformed": len(malformed)}
         )

@@ -24,7 +24,7 @@ import heapq
 import itertools
 from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeVar
@@ -186,14 +186,23 @@ class HealthModel:
         self, api_version: str, kind: str, objs: Iterable[Mapping[str, Any]], *, now: datetime
     ) -> None:
         """A relist: these are now ALL the objects of this kind. A successful list also ends blindness."""
-        group = api_version.rpartition("/")[0]
-        listed = {key_of(obj): obj for obj in objs}
-        for key in self._store.raw_of_kind(group, kind) - listed.keys():
-            gone = self._store.raw(key)
-            if gone is not None:
-                self.delete(gone, now=now)
-        for obj in listed.values():
+        listed = []
+        for obj in objs:
             self.upsert(obj, now=now)
+            listed.append(key_of(obj))
+        self.retain(api_version, kind, {(key.namespace, key.name) for key in listed}, now=now)
+
+    def retain(
+        self, api_version: str, kind: str, names: Collection[tuple[str, str]], *, now: datetime
+    ) -> None:
+        """The end of a relist whose objects were upserted page by page: of this kind, only
+        these (namespace, name) remain; the rest is gone. A successful list also ends blindness."""
+        group = api_version.rpartition("/")[0]
+        for key in self._store.raw_of_kind(group, kind):
+            if (key.namespace, key.name) not in names:
+                gone = self._store.raw(key)
+                if gone is not None:
+                    self.delete(gone, now=now)
         if kind in self._store.blind:
             self.set_blind(self._store.blind - {kind})
 
