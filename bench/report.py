@@ -194,6 +194,11 @@ def render(machine: dict[str, Any], results: Sequence[dict[str, Any]]) -> str:
             ("PATCH sent -> /api/v1/findings, p99", _detect("findings_api_from_sent_p99")),
             ("/api/v1/findings p50", _detect("findings_api_p50")),
             ("/api/v1/findings p99", _detect("findings_api_p99")),
+            (
+                "plain watch saw it -> /api/v1/findings, p50 (stalewatch's own part)",
+                _detect("findings_api_after_watch_p50"),
+            ),
+            ("plain watch saw it -> /api/v1/findings, p99", _detect("findings_api_after_watch_p99")),
             ("/metrics p50", _detect("metrics_p50")),
             ("/metrics p99", _detect("metrics_p99")),
         ],

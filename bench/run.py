@@ -129,10 +129,19 @@ async def detection(session: aiohttp.ClientSession, base: str, churn: Churn) -> 
 
     Times are from the moment the API server accepted the PATCH (its answer arrived), as the
     issue defines it; from the moment it was sent is reported too, and a plain watch on the Pod
-    shows how much of it is the API server's own fan-out.
+    shows how much of it is the API server's own fan-out: per probe, the time from that watch
+    seeing the change to the finding being served is what stalewatch adds (it can be negative:
+    the two watches are separate streams of the same API server).
     """
     rng = random.Random(5)
-    timings: dict[str, list[float]] = {"accept": [], "delivery": [], "api": [], "api_sent": [], "metrics": []}
+    timings: dict[str, list[float]] = {
+        "accept": [],
+        "delivery": [],
+        "api": [],
+        "api_sent": [],
+        "after_watch": [],
+        "metrics": [],
+    }
     for _ in range(PROBES):
         namespace, pod = rng.choice([p for p in churn.pods if p not in churn.broken_pods])
         opened = asyncio.Event()
@@ -159,6 +168,7 @@ async def detection(session: aiohttp.ClientSession, base: str, churn: Churn) -> 
         timings["delivery"].append(delivered - sent)
         timings["api"].append(found - accepted)
         timings["api_sent"].append(found - sent)
+        timings["after_watch"].append(found - delivered)
         await churn.set_pod(namespace, pod, broken=False)
         await asyncio.sleep(0.3)
     names = {
@@ -166,6 +176,7 @@ async def detection(session: aiohttp.ClientSession, base: str, churn: Churn) -> 
         "delivery": "watch_delivery",
         "api": "findings_api",
         "api_sent": "findings_api_from_sent",
+        "after_watch": "findings_api_after_watch",
         "metrics": "metrics",
     }
     out: dict[str, Any] = {"probes": PROBES}
