@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import fcntl
 import os
 import platform
 import random
@@ -380,6 +381,15 @@ async def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     args.out.mkdir(parents=True, exist_ok=True)
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    lock = (args.workdir / ".lock").open("w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        sys.stderr.write(
+            f"another benchmark is running in {args.workdir}: two would corrupt each other's recordings\n"
+        )
+        return 1
     if args.pipeline_only:
         for size in sizes:
             path = args.out / f"size-{size}.json"

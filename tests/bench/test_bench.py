@@ -13,6 +13,7 @@ instead of the session one other tests share.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -172,3 +173,17 @@ def test_report_renders_results_into_the_tables_between_the_markers() -> None:
 def test_every_controller_has_a_leader_lease_in_the_cluster() -> None:
     leases = [lease["metadata"]["name"] for lease in Cluster(SIZE, datetime.now(UTC)).phase(("Lease",))]
     assert {f"{name}-leader-election" for name in CONTROLLERS} <= set(leases)
+
+
+async def test_a_second_benchmark_on_the_same_workdir_refuses_to_start(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two runs sharing --workdir interleave their recorded watch streams (seen once: corrupt lines)."""
+    with (tmp_path / ".lock").open("w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        refused = await run.main(
+            ["--workdir", str(tmp_path), "--out", str(tmp_path / "out"), "--sizes", "1000"]
+        )
+    assert refused == 1
+    assert "another benchmark is running" in capsys.readouterr().err
+    assert not (tmp_path / "out" / "machine.json").exists()
