@@ -133,13 +133,13 @@ class ModelCollector:
         if evaluation is None:
             return []
         families: list[Metric] = []
-        for group, items, build in _groups(evaluation):
+        for group, items in _groups(evaluation):
             cached = self._groups.get(group)
             if cached is None or cached[0] is not items:
                 if group in _PER_ITEM:
                     built, self._rows[group] = _itemized(group, items, self._rows.get(group, {}))
                 else:
-                    built = list(build())
+                    built = list(_WHOLE[group](items))
                 cached = (items, built)
                 self._groups[group] = cached
             families += cached[1]
@@ -253,20 +253,14 @@ class _Single:
         return [self._metric]
 
 
-def render_families(evaluation: Evaluation) -> Iterator[Metric]:
-    """Every model metric family for one Evaluation, in FAMILIES order."""
-    for _, _, build in _groups(evaluation):
-        yield from build()
-    yield _stamp(evaluation)
-
-
-def _groups(evaluation: Evaluation) -> list[tuple[str, Sequence[Any], Callable[[], Iterable[Metric]]]]:
-    """(name, the model's list it is built from, builder) for each group of families."""
+def _groups(evaluation: Evaluation) -> list[tuple[str, Sequence[Any]]]:
+    """(name, the model's list it is built from) for each group of families, in FAMILIES order;
+    a group is built whole (_WHOLE) or item by item (_PER_ITEM)."""
     return [
-        ("findings", evaluation.findings, lambda: _findings(evaluation.findings)),
-        ("objects", evaluation.objects, lambda: _itemized("objects", evaluation.objects, {})[0]),
-        ("controllers", evaluation.controllers, lambda: _controllers(_unique(evaluation.controllers))),
-        ("revisions", evaluation.revisions, lambda: _itemized("revisions", evaluation.revisions, {})[0]),
+        ("findings", evaluation.findings),
+        ("objects", evaluation.objects),
+        ("controllers", evaluation.controllers),
+        ("revisions", evaluation.revisions),
     ]
 
 
@@ -443,6 +437,12 @@ def _revision_text(rev: RevisionInfo) -> list[str]:
     )
     return [f"stalewatch_revision_info{{{labels}}} 1.0\n"]
 
+
+_WHOLE: dict[str, Callable[[Any], Iterable[Metric]]] = {
+    "findings": _findings,
+    "controllers": lambda controllers: _controllers(_unique(controllers)),
+}
+"""Groups built whole: findings follow their root-cause chains across the list."""
 
 _PER_ITEM: dict[
     str,
