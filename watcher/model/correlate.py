@@ -33,7 +33,7 @@ from typing import Any
 from watcher.model.context import new_finding
 from watcher.model.controllers import WORKLOAD_KINDS, ControllerState
 from watcher.model.flux import APPLIERS, FLUX_GROUPS, applied_revision, dependencies, inventory, source_key
-from watcher.model.graph import View, release_of
+from watcher.model.graph import View
 from watcher.model.objects import (
     Key,
     after,
@@ -45,9 +45,10 @@ from watcher.model.objects import (
     is_true,
     subject_of,
 )
+from watcher.model.owners import OwnerCache
 from watcher.model.revisions import same_revision
 from watcher.model.types import Finding, FindingType, ModelConfig, Severity, Subject, rfc3339
-from watcher.model.workloads import describe_state, owner_workload, state_of
+from watcher.model.workloads import WorkloadState, describe_state, state_of
 
 PRECEDENCE: Sequence[FindingType] = (
     FindingType.CRD_REMOVED,
@@ -105,10 +106,15 @@ class _Pass:
     """The working state of one correlation pass."""
 
     def __init__(
-        self, store: View, config: ModelConfig, now: datetime, satellites: Mapping[Key, Finding]
+        self,
+        store: View,
+        config: ModelConfig,
+        now: datetime,
+        satellites: Mapping[Key, Finding],
+        owners: OwnerCache,
     ) -> None:
         self.store, self.config, self.now = store, config, now
-        self.satellites = satellites
+        self.satellites, self.owners = satellites, owners
         self.promoted: set[Key] = set()
         self.found: dict[str, Finding] = {}
         self.keys: dict[str, Key] = {}
@@ -161,22 +167,26 @@ def correlate(
     config: ModelConfig,
     now: datetime,
     satellites: Mapping[Key, Finding] | None = None,
+    owners: OwnerCache | None = None,
 ) -> Correlation:
     """Root-attributed, deterministically ordered findings (roots first, critical first).
 
     `satellites`: StatusStale candidates, by subject, that are the only candidate on it and
-    are not among `candidates` (see the module docstring).
+    are not among `candidates` (see the module docstring). `owners`: the answers of earlier
+    passes on the same view, kept by the caller (see owners.py); a fresh cache without one.
     """
-    run = _Pass(view, config, now, satellites or {})
+    run = _Pass(view, config, now, satellites or {}, owners or OwnerCache())
     own_pods = _controllers(run, controllers)
+    former = _controller_workloads(own_pods)
     for removal in removals:
         run.add(removal)
         run.extra[removal.id] = list(removal.affected)
     keyed = [(key_of_subject(c.subject), c) for c in candidates]
     stale = {key for key, c in keyed if c.type is FindingType.STATUS_STALE}
     for key, candidate in keyed:
-        _admit(run, key, candidate, stale, own_pods)
+        _admit(run, key, candidate, stale, own_pods, former)
     _releases(run, own_pods)
+    run.owners.end_pass()
     _dependencies(run)
     _crd_links(run)
     _skew_siblings(run)
@@ -209,14 +219,19 @@ def _controllers(run: _Pass, controllers: Sequence[ControllerState]) -> dict[Key
 
 
 def _admit(
-    run: _Pass, key: Key, candidate: Finding, stale: set[Key], own_pods: Mapping[Key, ControllerState]
+    run: _Pass,
+    key: Key,
+    candidate: Finding,
+    stale: set[Key],
+    own_pods: Mapping[Key, ControllerState],
+    former: Mapping[str, Sequence[tuple[str, ControllerState]]],
 ) -> None:
     if candidate.type is FindingType.STATUS_STALE:
         run.add(candidate, link=candidate.evidence["controller_workload"], key=key)
         return
     if (key in stale or key in run.satellites) and candidate.type is not FindingType.RETRY_LOOP:
         return  # a cached status proves nothing while its controller is down
-    controller = own_pods.get(key) or _former_pod_of(key, own_pods)
+    controller = own_pods.get(key) or _former_pod_of(key, former)
     if controller is not None and not controller.health.up:
         down = run.found[finding_id(FindingType.CONTROLLER_DOWN, controller.health.subject)]
         if candidate.type is FindingType.RETRY_LOOP:
@@ -235,19 +250,24 @@ def _admit(
     run.add(candidate, key=key)
 
 
-def _former_pod_of(key: Key, own: Mapping[Key, ControllerState]) -> ControllerState | None:
+def _controller_workloads(own: Mapping[Key, ControllerState]) -> dict[str, list[tuple[str, ControllerState]]]:
+    """(name, state) of each controller workload, by namespace."""
+    found: dict[str, list[tuple[str, ControllerState]]] = defaultdict(list)
+    for workload, state in own.items():
+        if workload.kind in WORKLOAD_KINDS:
+            found[workload.namespace].append((workload.name, state))
+    return found
+
+
+def _former_pod_of(
+    key: Key, workloads: Mapping[str, Sequence[tuple[str, ControllerState]]]
+) -> ControllerState | None:
     """The controller a Pod that is gone belonged to, by its generated name ("<workload>-..."),
     so Events about a replaced controller Pod stay with the controller."""
     if key.kind != "Pod":
         return None
     return next(
-        (
-            state
-            for workload, state in own.items()
-            if workload.kind in WORKLOAD_KINDS
-            and workload.namespace == key.namespace
-            and key.name.startswith(f"{workload.name}-")
-        ),
+        (state for name, state in workloads.get(key.namespace, ()) if key.name.startswith(f"{name}-")),
         None,
     )
 
@@ -258,23 +278,21 @@ def _releases(run: _Pass, own_pods: Mapping[Key, ControllerState]) -> None:
     explained: set[str] = set()
     for finding in sorted(failing, key=lambda f: (f.subject["kind"] != "Pod", f.id)):  # Pods say most
         key = run.keys[finding.id]
-        obj = run.store.get(key)
-        if obj is None or key in own_pods:
+        owners = run.owners.of(key, run.store)
+        if owners is None or key in own_pods:
             continue
-        workload_key = owner_workload(obj, run.store.get) if key.kind == "Pod" else key
-        workload = run.store.get(workload_key) if workload_key is not None else None
+        workload_key = owners.workload
         owner_finding = (
             run.primary(workload_key) if workload_key is not None and workload_key != key else None
         )
         if owner_finding is not None and owner_finding not in explained:
             explained.add(owner_finding)
             owner = run.found[owner_finding]
-            owner.message += f" {describe(finding.subject)} {describe_state(state_of(obj))}."
-        release_key = release_of(run.store, workload if workload is not None else obj)
-        release = run.store.get(release_key) if release_key is not None else None
+            owner.message += f" {describe(finding.subject)} {describe_state(_state(run, key))}."
+        release = run.store.get(owners.release) if owners.release is not None else None
         link = owner_finding
-        if release is not None and release_key not in own_pods and is_true(release, "Ready"):
-            rrwf = _release_finding(run, release, workload_key or key, obj, finding)
+        if release is not None and owners.release not in own_pods and is_true(release, "Ready"):
+            rrwf = _release_finding(run, release, workload_key or key, finding)
             if owner_finding is not None:
                 run.links.setdefault(owner_finding, rrwf.id)
             else:
@@ -283,10 +301,15 @@ def _releases(run: _Pass, own_pods: Mapping[Key, ControllerState]) -> None:
             run.links[finding.id] = link
 
 
-def _release_finding(
-    run: _Pass, release: Mapping[str, Any], installed: Key, obj: Mapping[str, Any], failing: Finding
-) -> Finding:
-    """ReleaseReadyWorkloadFailing for `release`, which installed `installed`; `obj` is what fails."""
+def _state(run: _Pass, key: Key) -> WorkloadState:
+    """The failing state of an object that has a finding (it exists: owners said so)."""
+    obj = run.store.get(key)
+    assert obj is not None
+    return state_of(obj)
+
+
+def _release_finding(run: _Pass, release: Mapping[str, Any], installed: Key, failing: Finding) -> Finding:
+    """ReleaseReadyWorkloadFailing for `release`, which installed `installed`; `failing` is what fails."""
     subject = subject_of(release)
     rid = finding_id(FindingType.RELEASE_READY_WORKLOAD_FAILING, subject)
     existing = run.found.get(rid)
@@ -295,7 +318,7 @@ def _release_finding(
         if failing.since is not None and (existing.since is None or failing.since < existing.since):
             existing.since = failing.since
         return existing
-    state = state_of(obj)
+    state = _state(run, run.keys[failing.id])
     ready = condition(release, "Ready") or {}
     what = f"{describe(installed)} it installed"
     if installed != run.keys[failing.id]:

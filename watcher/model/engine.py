@@ -54,6 +54,7 @@ from watcher.model.objects import (
     text,
     transition,
 )
+from watcher.model.owners import OwnerCache
 from watcher.model.rules import crd_removed, local_findings
 from watcher.model.types import (
     ControllerHealth,
@@ -166,6 +167,7 @@ class HealthModel:
         self._touched: set[Key] = set()
         self._touched_edges: set[Edge] = set()
         self._reads: Recorder | None = None
+        self._owners = OwnerCache()
 
     # -- Events ------------------------------------------------------------------------------
 
@@ -218,6 +220,7 @@ class HealthModel:
         if not changed:
             return
         self._store.blind = blind
+        self._owners.clear()
         for group, kind in self._store.kinds():
             if kind in changed:
                 self._dirty.update(self._store.raw_of_kind(group, kind))
@@ -370,7 +373,8 @@ class HealthModel:
         for key in dirty:
             self._refresh_object(key, now)
             self._store.pack(key)
-        if self._last is None or self._must_correlate():
+        owners_changed = self._owners.forget(self._touched, self._touched_edges)
+        if self._last is None or owners_changed or self._must_correlate():
             reads = Recorder(self._store)
             candidates = [f for key in sorted(self._with_findings) for f in self._local[key].findings]
             self._correlation = correlate(
@@ -381,6 +385,7 @@ class HealthModel:
                 config=self._config,
                 now=now,
                 satellites=self._satellites,
+                owners=self._owners,
             )
             self._reads = reads
             findings = self._with_satellites()

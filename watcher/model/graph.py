@@ -174,7 +174,7 @@ class Recorder:
     Misses are recorded too: an object appearing where one was looked for is a change.
     """
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: View) -> None:
         self._store = store
         self.keys: set[Key] = set()
         self.edges: set[tuple[str, Key]] = set()
