@@ -105,6 +105,10 @@ async def scrape(session: aiohttp.ClientSession, base: str, *, times: int = 5) -
 
 
 def has_finding(document: bytes, pod: str) -> bool:
+    """Parsed only once the Pod's name is in it: during the churn's incident the document holds
+    thousands of findings, and parsing each poll's copy took CPU from the measured process."""
+    if f'"{pod}"'.encode() not in document:
+        return False
     for finding in orjson.loads(document)["findings"]:
         subjects = [finding["subject"], *finding.get("affected", ())]
         if finding["type"] == "WorkloadUnhealthy" and any(s["name"] == pod for s in subjects):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
+from typing import Any
 
 import orjson
 import pytest
@@ -125,6 +126,22 @@ async def test_findings_are_the_analyze_json_plus_the_watch_status(serve: Serve)
         "forbidden_kinds": [],
         "unsynced_kinds": [],
     }
+
+
+async def test_findings_follow_each_new_evaluation_and_watch_status_though_the_body_is_reused() -> None:
+    telemetry, served = synced(), [stuck_evaluation()]
+    app = create_app(telemetry=telemetry, source=lambda: served[-1], registry=build_registry(lambda: None))
+    async with TestClient(TestServer(app)) as client:
+
+        async def document() -> dict[str, Any]:
+            return dict(orjson.loads(await (await client.get("/api/v1/findings")).read()))
+
+        first = await document()
+        assert await document() == first
+        telemetry.up = False
+        assert (await document())["summary"]["up"] is False
+        served.append(evaluate([], now=NOW, config=ModelConfig()))
+        assert (await document())["findings"] == [] != first["findings"]
 
 
 async def test_before_the_first_evaluation_findings_are_empty_and_flagged_stale(serve: Serve) -> None:

@@ -38,6 +38,31 @@ TELEMETRY: web.AppKey[Telemetry] = web.AppKey("telemetry", Telemetry)
 SOURCE: web.AppKey[EvaluationSource] = web.AppKey("source")
 REGISTRY: web.AppKey[CollectorRegistry] = web.AppKey("registry", CollectorRegistry)
 
+
+class DocumentCache:
+    """The last /api/v1/findings body, served again while its inputs are the same.
+
+    An evaluation is immutable once served, and clients poll this endpoint far more often than
+    evaluations happen: during an incident with thousands of findings, building the document
+    for every poll (in a thread, but holding the GIL) slowed the evaluations it waits for.
+    """
+
+    def __init__(self) -> None:
+        self._evaluation: Evaluation | None = None
+        self._inputs: tuple[Any, ...] = ()
+        self._body = b""
+
+    def body(self, evaluation: Evaluation | None, inputs: tuple[Any, ...]) -> bytes | None:
+        if evaluation is not None and evaluation is self._evaluation and inputs == self._inputs:
+            return self._body
+        return None
+
+    def keep(self, evaluation: Evaluation | None, inputs: tuple[Any, ...], body: bytes) -> None:
+        self._evaluation, self._inputs, self._body = evaluation, inputs, body
+
+
+DOCUMENTS: web.AppKey[DocumentCache] = web.AppKey("documents", DocumentCache)
+
 _LISTEN = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[^:\[\]\s]*):(?P<port>\d{1,5})")
 
 
@@ -47,6 +72,7 @@ def create_app(
     """`source` returns the evaluation to serve (None before the first one)."""
     app = web.Application()
     app[TELEMETRY], app[SOURCE], app[REGISTRY] = telemetry, source, registry
+    app[DOCUMENTS] = DocumentCache()
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/api/v1/findings", findings)
@@ -56,7 +82,7 @@ def create_app(
 
 
 def parse_listen(listen: str) -> tuple[str | None, int]:
-    """":8080" -> (None, 8080) (every interface), "[::1]:9090" -> ("::1", 9090)."""
+    """ ":8080" -> (None, 8080) (every interface), "[::1]:9090" -> ("::1", 9090)."""
     match = _LISTEN.fullmatch(listen)
     if match is None:
         raise ValueError(f"listen address {listen!r} is not [HOST]:PORT")
@@ -89,7 +115,12 @@ async def readyz(request: web.Request) -> web.Response:
 async def findings(request: web.Request) -> web.Response:
     telemetry, evaluation = request.app[TELEMETRY], request.app[SOURCE]()
     counts = {"objects": telemetry.objects(), "load_errors": telemetry.malformed_now()}
-    body = await asyncio.to_thread(findings_document, evaluation, watch_status(telemetry), **counts)
+    status, cache = watch_status(telemetry), request.app[DOCUMENTS]
+    inputs = (orjson.dumps(status), counts["objects"], counts["load_errors"])
+    body = cache.body(evaluation, inputs)
+    if body is None:
+        body = await asyncio.to_thread(findings_document, evaluation, status, **counts)
+        cache.keep(evaluation, inputs, body)
     return web.Response(body=body, content_type="application/json")
 
 
