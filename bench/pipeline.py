@@ -121,6 +121,23 @@ def watch_lines(lines: list[bytes]) -> list[Line]:
     return out
 
 
+def synced_at(lines: list[Line]) -> int:
+    """The index of the last event of the initial replay: each kind's watch replays its
+    objects as ADDED before anything else, and the recording interleaves the kinds' watches,
+    so a kind with few objects is already streaming churn while the Pods are still replaying.
+    The watcher counts itself synced (and freezes its cache) when every kind's replay is done."""
+    done: set[tuple[str, str]] = set()
+    last = -1
+    for index, (line, api_version, kind) in enumerate(lines):
+        if (api_version, kind) in done:
+            continue
+        if line.startswith(b'{"type":"ADDED"'):
+            last = index
+        else:
+            done.add((api_version, kind))
+    return last
+
+
 def decode(line: Line) -> tuple[str, dict[str, Any]]:
     """A watch line as the reflector reads it (the typed fast path, else orjson + project())."""
     kind, obj = decode_event(line[0], api_version=line[1], kind=line[2])
@@ -152,15 +169,17 @@ def stalewatch_pass(lines: list[Line], *, evaluate: str, now: datetime) -> float
     `evaluate` is "each" (after every event: the worst case), "live" (as the watcher does: once
     per DEBOUNCE of work) or "end" (ingest only, one evaluation at the end). Garbage collection
     follows the watcher's policy (SyncCollections): full collections wait for the initial replay
-    (the ADDED events), which ends in one collection and a freeze, counted here as the watcher pays it."""
+    (every kind's ADDED events, see synced_at), which ends in one collection and a freeze,
+    counted here as the watcher pays it."""
     model = HealthModel(ModelConfig())
     collections = SyncCollections()
     collections.defer()
+    synced = synced_at(lines)
     clock = time.process_time
     started = last = clock()
-    for line in lines:
+    for index, line in enumerate(lines):
         kind, obj = decode(line)
-        if not collections.frozen and kind != "ADDED":
+        if index > synced and not collections.frozen:
             model.evaluate(now)
             collections.freeze()
         if kind == "DELETED":

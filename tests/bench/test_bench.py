@@ -187,3 +187,18 @@ async def test_a_second_benchmark_on_the_same_workdir_refuses_to_start(
     assert refused == 1
     assert "another benchmark is running" in capsys.readouterr().err
     assert not (tmp_path / "out" / "machine.json").exists()
+
+
+def test_the_replay_ends_when_every_kind_has_replayed_though_the_watches_interleave() -> None:
+    def line(kind: str, event: str) -> pipeline.Line:
+        return (b'{"type":"' + event.encode() + b'","object":{}}', "v1", kind)
+
+    lines = [
+        line("Lease", "ADDED"),
+        line("Pod", "ADDED"),
+        line("Lease", "MODIFIED"),  # the Leases replayed already: churn
+        line("Pod", "ADDED"),  # the Pods still replay: the index the watcher is synced after
+        line("Pod", "MODIFIED"),
+        line("Lease", "ADDED"),  # a Lease created later
+    ]
+    assert pipeline.synced_at(lines) == 3

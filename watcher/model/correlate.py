@@ -264,12 +264,10 @@ def _former_pod_of(
 ) -> ControllerState | None:
     """The controller a Pod that is gone belonged to, by its generated name ("<workload>-..."),
     so Events about a replaced controller Pod stay with the controller."""
-    if key.kind != "Pod":
-        return None
-    return next(
-        (state for name, state in workloads.get(key.namespace, ()) if key.name.startswith(f"{name}-")),
-        None,
-    )
+    for name, state in workloads.get(key.namespace, ()) if key.kind == "Pod" else ():
+        if key.name.startswith(f"{name}-"):
+            return state
+    return None
 
 
 def _releases(run: _Pass, own_pods: Mapping[Key, ControllerState]) -> None:
