@@ -1,0 +1,162 @@
+"""The field types and shared shapes of the fast path: each limit project() enforces is
+stated on the type, so a violation fails decoding and the caller takes the slow path."""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime
+from typing import Annotated, Any
+
+from msgspec import UNSET, Meta, Struct, UnsetType
+
+from watcher.model.projection import KEPT_ANNOTATIONS, MESSAGE_LIMIT
+
+intern = sys.intern
+_parse_time = datetime.fromisoformat
+
+
+class Unsure(ValueError):
+    """The fast path cannot promise project()'s result: take the slow path."""
+
+
+# -- Field types: the limits project() enforces, so a violation fails decoding ------------------
+
+Int = Annotated[int, Meta(ge=-(2**63), le=2**63 - 1)]
+"""orjson turns a wider integer into a float, which project() rejects as not an integer."""
+Token = Annotated[str, Meta(max_length=316)]
+"""Interned after decoding (reasons, condition types, kinds repeat across objects)."""
+RequiredToken = Annotated[str, Meta(min_length=1, max_length=316)]
+Name = Annotated[str, Meta(max_length=253)]
+RequiredName = Annotated[str, Meta(min_length=1, max_length=253)]
+Message = Annotated[str, Meta(max_length=MESSAGE_LIMIT)]
+Image = Annotated[str, Meta(max_length=1024)]
+Time = str | None
+"""Checked with datetime.fromisoformat after decoding, as project() does; null (as in a
+condition's lastUpdateTime) reads as absent."""
+
+
+def checked_time(value: str | None) -> str:
+    if value:
+        _parse_time(value)  # ValueError: project() would drop it
+        return value
+    return ""
+
+
+def interned(labels: dict[str, str]) -> dict[str, str]:
+    return {intern(k): intern(v) for k, v in labels.items()}
+
+
+class Shape(Struct, omit_defaults=True, gc=False):
+    """Lenient strings default to "" and everything else to UNSET, so to_builtins leaves
+    out exactly what project() leaves out: absent fields and empty strings."""
+
+
+class Named(Shape):
+    apiVersion: Token = ""
+    kind: Token = ""
+    name: Name = ""
+
+    def fix(self) -> None:
+        self.apiVersion, self.kind = intern(self.apiVersion), intern(self.kind)
+
+
+class Ref(Named):
+    namespace: Name = ""
+
+
+class Owner(Named):
+    controller: bool | UnsetType = UNSET
+
+
+class ManagedField(Shape):
+    manager: Token = ""
+    operation: Token = ""
+    subresource: Token = ""
+    time: Time = ""
+
+    def fix(self) -> None:
+        self.manager, self.operation = intern(self.manager), intern(self.operation)
+        self.subresource = intern(self.subresource)
+        self.time = checked_time(self.time)
+
+
+class Condition(Shape):
+    type: RequiredToken
+    status: RequiredToken
+    reason: Token = ""
+    message: Message = ""
+    lastTransitionTime: Time = ""
+    lastUpdateTime: Time = ""
+    observedGeneration: Int | UnsetType = UNSET
+
+    def fix(self) -> None:
+        self.type, self.status, self.reason = intern(self.type), intern(self.status), intern(self.reason)
+        self.lastTransitionTime = checked_time(self.lastTransitionTime)
+        self.lastUpdateTime = checked_time(self.lastUpdateTime)
+
+
+Conditions = Annotated[list[Condition], Meta(max_length=64)]
+
+
+def fix_all(items: list[Any] | UnsetType) -> None:
+    for item in items or ():
+        item.fix()
+
+
+class Metadata(Shape):
+    """Metadata of Pods and Events: no managedFields (project() keeps none for them)."""
+
+    name: Name = ""
+    namespace: Annotated[str, Meta(max_length=63)] | UnsetType = UNSET
+    generation: Int | UnsetType = UNSET
+    creationTimestamp: Time = ""
+    deletionTimestamp: Time = ""
+    labels: Annotated[dict[str, str], Meta(max_length=256)] | UnsetType = UNSET
+    annotations: dict[str, str] | UnsetType = UNSET
+    ownerReferences: Annotated[list[Owner], Meta(max_length=32)] | UnsetType = UNSET
+    resourceVersion: str = ""
+    """Read by the caller, then cleared: not part of the projection."""
+    uid: str = ""
+
+    def fix(self) -> None:
+        self.creationTimestamp = checked_time(self.creationTimestamp)
+        self.deletionTimestamp = checked_time(self.deletionTimestamp)
+        if self.namespace is not UNSET:
+            self.namespace = intern(self.namespace)
+        if self.labels is not UNSET:
+            self.labels = interned(self.labels)
+        if self.annotations is not UNSET:
+            kept = {
+                intern(k): v[:MESSAGE_LIMIT]
+                for k, v in self.annotations.items()
+                if k.startswith(KEPT_ANNOTATIONS)
+            }
+            if len(kept) > 64:
+                raise Unsure("too many kept annotations: project() names the object")
+            self.annotations = kept
+        fix_all(self.ownerReferences)
+        self.resourceVersion = self.uid = ""
+
+
+class MetadataWithHistory(Metadata):
+    managedFields: list[ManagedField] | UnsetType = UNSET
+
+    def fix(self) -> None:
+        super().fix()
+        if self.managedFields is not UNSET:
+            self.managedFields = self.managedFields[:32]
+            fix_all(self.managedFields)
+
+
+class Object(Shape):
+    """A top-level object: its metadata (with or without history, per kind) and sections.
+    fix() applies, in place and before to_builtins, what the Structs cannot say."""
+
+    metadata: Metadata
+
+    def fix(self) -> None:
+        self.metadata.fix()
+        for name in ("spec", "status"):
+            section = getattr(self, name, UNSET)
+            if section is not UNSET:
+                section.fix()
