@@ -11,7 +11,9 @@ Incremental design (an event must not cost O(cluster)):
     (tracked per controller), a ReplicaSet in their namespace or a Lease changes;
   * every cached answer carries the next moment a threshold could flip it; a heap of
     those deadlines makes `evaluate(later_now)` re-check exactly the objects due;
-  * correlation then runs over findings only, and only when something changed;
+  * correlation then runs over findings only, and only when something changed; which
+    workload and release each failing object belongs to is kept from pass to pass
+    (owners.py) until an object or edge it was read from changes;
   * during an incident most candidates are StatusStale alone on their subject (satellites,
     see correlate.py): a change to one only replaces its output in a merge of two sorted
     lists, unless the last correlation pass asked about its subject (promoted it).
