@@ -1,19 +1,22 @@
 """The live HealthModel, fed random event sequences, answers exactly what evaluate() from scratch does.
 
 Every object of the incident scenarios and the examples is a variant of its key; a sequence
-upserts and deletes variants, relists Pods, renews or abandons controller Leases (controllers
-go down and come back) and moves the clock (thresholds fall due), evaluating as it goes. Each
-Evaluation is compared whole with evaluate() of the same objects at the same moment.
+upserts variants (half of the time in the form the reflector's decoder gives them: healthy Pods
+packed) and deletes them, relists Pods, renews or abandons controller Leases (controllers go down
+and come back) and moves the clock (thresholds fall due), evaluating as it goes. Each Evaluation
+is compared whole with evaluate() of the same objects at the same moment.
 """
 
 from __future__ import annotations
 
 import random
 from collections import defaultdict
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 import yaml
 
@@ -26,6 +29,7 @@ from tests.model.test_incidents import (
     tofu_incident,
 )
 from watcher.model.engine import HealthModel, evaluate
+from watcher.model.fastpath import decode_event
 from watcher.model.objects import Key, key_of
 from watcher.model.projection import project
 from watcher.model.types import ModelConfig
@@ -76,6 +80,14 @@ def fresh_lease(name: str, now: datetime) -> dict[str, Any]:
     return project(lease(f"{name}-leader-election", holder=f"{name}-7d9f-x2x4z_0c1f3a", renewed=NOW - now))
 
 
+def as_decoded(obj: dict[str, Any]) -> Mapping[str, Any]:
+    """The object as the reflector's decoder hands it over (a healthy Pod comes packed)."""
+    line = orjson.dumps({"type": "MODIFIED", "object": obj})
+    decoded = decode_event(line, api_version=obj["apiVersion"], kind=obj["kind"])[1]
+    assert decoded == obj
+    return decoded
+
+
 def play(seed: int, steps: int) -> None:
     rng = random.Random(seed)
     pool = variants()
@@ -86,7 +98,7 @@ def play(seed: int, steps: int) -> None:
 
     def upsert(obj: dict[str, Any]) -> None:
         live[key_of(obj)] = obj
-        model.upsert(obj, now=now)
+        model.upsert(as_decoded(obj) if rng.random() < 0.5 else obj, now=now)
 
     for obj in (pool[key][0] for key in keys):
         upsert(obj)

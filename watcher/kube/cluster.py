@@ -18,7 +18,7 @@ back every reflector retries at once instead of waiting out its backoff.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import aiohttp
@@ -119,7 +119,7 @@ class ClusterWatcher:
 
     # -- The CRD reflector's sink ----------------------------------------------------------
 
-    def upsert(self, resource: Resource, obj: dict[str, Any]) -> None:
+    def upsert(self, resource: Resource, obj: Mapping[str, Any]) -> None:
         self._sink.upsert(resource, obj)
         self._reconcile_crd(obj["metadata"]["name"], obj)
 
@@ -139,7 +139,7 @@ class ClusterWatcher:
         if crds is not None and crds.forbidden and self._discovery is None:
             self._discovery = asyncio.create_task(self._discovery_loop(), name="stalewatch discovery")
 
-    def _reconcile_crd(self, name: str, crd: dict[str, Any] | None) -> None:
+    def _reconcile_crd(self, name: str, crd: Mapping[str, Any] | None) -> None:
         """Watch the kind this CRD serves if we want it, and nothing for it otherwise."""
         resource = crd_resource(crd) if crd is not None else None
         if resource is not None and not wanted(self._controllers, resource.group, resource.kind):

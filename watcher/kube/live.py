@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -89,7 +89,7 @@ class LiveModel:
 
     # -- Sink ------------------------------------------------------------------------------
 
-    def upsert(self, resource: Resource, obj: dict[str, Any]) -> None:
+    def upsert(self, resource: Resource, obj: Mapping[str, Any]) -> None:
         self._apply("upsert", resource, obj, lambda: self.model.upsert(obj, now=self._clock()))
 
     def delete(self, resource: Resource, obj: dict[str, Any]) -> None:
@@ -105,7 +105,7 @@ class LiveModel:
         )
 
     def _apply(
-        self, what: str, resource: Resource, obj: dict[str, Any] | None, change: Callable[[], None]
+        self, what: str, resource: Resource, obj: Mapping[str, Any] | None, change: Callable[[], None]
     ) -> None:
         try:
             change()

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -54,7 +54,8 @@ MAX_LINE_BYTES = 64 * 1024 * 1024
 class Sink(Protocol):
     """Where a reflector delivers projected objects (the live model, or a test store)."""
 
-    def upsert(self, resource: Resource, obj: dict[str, Any]) -> None: ...
+    def upsert(self, resource: Resource, obj: Mapping[str, Any]) -> None:
+        """A projection: a dict, or a healthy Pod still packed (watcher.model.graph.Packed)."""
 
     def delete(self, resource: Resource, obj: dict[str, Any]) -> None: ...
 
@@ -529,7 +530,7 @@ class Reflector:
         elif isinstance(meta := raw.get("metadata"), dict):
             self._forget(_key(meta), keep_malformed=True)
 
-    def _accept(self, key: ObjectKey, projected: dict[str, Any]) -> None:
+    def _accept(self, key: ObjectKey, projected: Mapping[str, Any]) -> None:
         if self._malformed.pop(key, None) is not None:
             self.stats.malformed_now = len(self._malformed)
         self._keys.add(key)

@@ -44,7 +44,7 @@ from watcher.model.controllers import (
 )
 from watcher.model.correlate import Correlation, OrderKey, correlate, order_key, satellite_output
 from watcher.model.flux import APPLIERS, revisions
-from watcher.model.graph import Edge, Recorder, Store
+from watcher.model.graph import Edge, Packed, Recorder, Store
 from watcher.model.kstatus import compute_status
 from watcher.model.objects import (
     Key,
@@ -175,9 +175,32 @@ class HealthModel:
 
     def upsert(self, obj: Mapping[str, Any], *, now: datetime) -> None:
         """An object was added or changed: a projection (see project()), kept as given, not copied."""
+        if type(obj) is Packed:
+            if self._put_healthy(obj):
+                return
+            obj = obj.unpacked()
         key = key_of(obj)
         old, edges = self._store.put(obj)
         self._touch(key, old, obj, edges, now=now)
+
+    def _put_healthy(self, pod: Packed) -> bool:
+        """Keep a Pod the decoder found healthy (see fastpath) without judging it again: it has
+        no finding and nothing to wait for, so what the Pod's rule would say is known. Not when
+        that answer would replace findings or a deadline it had, nor when a controller in its
+        namespace may own it (controller tracking reads its owner chain): those take upsert()'s
+        general path."""
+        key = pod.key
+        if (
+            key in self._local
+            or self._controllers_by_ns.get(key.namespace)
+            or self._claims.is_gitops(key.group, key.kind)
+        ):
+            return False
+        self._store.put_packed(pod)
+        self._changed = True
+        self._touched.add(key)
+        self._dirty.update(self._store.referrers("source", key))
+        return True
 
     def delete(self, obj: Mapping[str, Any], *, now: datetime) -> None:
         """An object was deleted; only its apiVersion, kind and metadata are read."""

@@ -15,6 +15,10 @@ would drop, an ERROR event), it answers None and the caller takes the slow path
 (orjson.loads + project()), so every lenient and strict rule and every MalformedObject
 message keeps its meaning. Kinds without a Struct shape here always take the slow path.
 
+A Pod that is running and ready with nothing failing (Pod.healthy(), by far the usual Pod)
+is not built as dicts at all: it is encoded straight into the Store's packed form
+(graph.Packed), which the model keeps without judging it again (HealthModel.upsert).
+
 The shapes: fields.py (field types, metadata, conditions), kinds.py (Pods, workloads, Leases,
 Events), gitops.py (Flux and tofu-controller kinds). They take project()'s own tables, and a
 test checks that they decode exactly the fields project() keeps.
@@ -22,6 +26,7 @@ test checks that they decode exactly the fields project() keeps.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Generic, Literal, NamedTuple, TypeVar
 
 import msgspec
@@ -30,7 +35,9 @@ from msgspec import Struct
 
 from watcher.model.fastpath.fields import Object, Unsure, intern
 from watcher.model.fastpath.gitops import GitOps
-from watcher.model.fastpath.kinds import KubeEvent, Lease, Pod, Workload, event_fields
+from watcher.model.fastpath.kinds import KubeEvent, Lease, PackedPod, Pod, Workload, event_fields
+from watcher.model.graph import Packed, pack
+from watcher.model.objects import Key
 from watcher.model.projection import EVENT_KINDS, SECTIONS, project
 
 ObjectKey = tuple[str, str]
@@ -47,14 +54,14 @@ class Decoded(NamedTuple):
     resource_version: str
     key: ObjectKey
     """(namespace, name); ("", "") for a BOOKMARK."""
-    object: dict[str, Any] | None
-    """The projection, equal to project()'s; None for a BOOKMARK."""
+    object: Mapping[str, Any] | None
+    """The projection, equal to project()'s (a healthy Pod comes Packed); None for a BOOKMARK."""
 
 
 class Page(NamedTuple):
     """One list page: its items projected, and where the list goes on."""
 
-    items: list[tuple[ObjectKey, dict[str, Any]]]
+    items: list[tuple[ObjectKey, Mapping[str, Any]]]
     resource_version: str
     continue_token: str
 
@@ -87,6 +94,7 @@ class FastPath:
 
     def __init__(self, api_version: str, kind: str, shape: type[Object]) -> None:
         self.api_version, self.kind = intern(api_version), intern(kind)
+        self._group = api_version.rpartition("/")[0]
         self.shape = shape
         self._watch: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_Watch[shape])  # type: ignore[valid-type]
         self._list: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_List[shape])  # type: ignore[valid-type]
@@ -114,12 +122,15 @@ class FastPath:
             return None
         return Page(items, page.metadata.resourceVersion, page.metadata.continue_)
 
-    def _project(self, obj: Any) -> tuple[ObjectKey, dict[str, Any]]:
+    def _project(self, obj: Any) -> tuple[ObjectKey, Mapping[str, Any]]:
         meta = obj.metadata
         if not meta.name:
             raise Unsure("no metadata.name: project() says so")
         key = (meta.namespace or "", meta.name)
         obj.fix()
+        if self.shape is Pod and obj.healthy():
+            packed = pack(PackedPod(self.api_version, self.kind, meta, obj.status))
+            return key, Packed(Key(self._group, self.kind, *key), packed)
         out = {"apiVersion": self.api_version, "kind": self.kind, **self._finish(msgspec.to_builtins(obj))}
         return key, out
 
@@ -159,7 +170,7 @@ def fast_path(api_version: str, kind: str) -> FastPath | None:
     return _CACHE[key]
 
 
-def decode_event(line: bytes, *, api_version: str, kind: str) -> tuple[str, dict[str, Any] | None]:
+def decode_event(line: bytes, *, api_version: str, kind: str) -> tuple[str, Mapping[str, Any] | None]:
     """(type, projection) of one watch line of the given kind, as orjson.loads + project()
     would give it: the fast path when it is sure, else exactly that slow path. The projection
     is None for BOOKMARK and ERROR events; a malformed object raises MalformedObject and an
