@@ -56,6 +56,8 @@ class OwnerCache:
     def forget(self, keys: Collection[Key], edges: Collection[Edge]) -> bool:
         """Drop the answers that read any of these; True if one was dropped (the last
         correlation used every answer kept, so it must run again)."""
+        if not self._answers:
+            return False  # the usual case, also while the initial sync touches every object
         stale: set[Key] = set()
         for touched in (keys, edges):
             for read in touched:

@@ -111,8 +111,12 @@ class Pod(Object):
         status, meta = self.status, self.metadata
         if status is UNSET or status.phase != "Running" or meta.deletionTimestamp:
             return False
-        ready = next((c for c in status.conditions or () if c.type == "Ready"), None)
-        if ready is None or ready.status != "True":
+        for condition in status.conditions or ():
+            if condition.type == "Ready":  # the first one, as objects.condition() reads it
+                if condition.status != "True":
+                    return False
+                break
+        else:
             return False
         for statuses in (status.initContainerStatuses, status.containerStatuses):
             for cs in statuses or ():
