@@ -165,7 +165,9 @@ async def detection(session: aiohttp.ClientSession, base: str, churn: Churn) -> 
         delivered = await asyncio.wait_for(watcher, 30)
         while True:
             _, body, _ = await procs.fetch(session, f"{base}/metrics")
-            if any(line.startswith(b"stalewatch_finding{") and marker in line for line in body.split(b"\n")):
+            if marker in body and any(
+                line.startswith(b"stalewatch_finding{") and marker in line for line in body.split(b"\n")
+            ):
                 timings["metrics"].append(time.time() - accepted)
                 break
             await asyncio.sleep(0.05)

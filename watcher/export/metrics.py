@@ -332,34 +332,85 @@ def _root_of(finding: Finding, by_id: dict[str, Finding]) -> Finding | None:
 
 
 def _findings(findings: list[Finding]) -> Iterator[Metric]:
-    active = _family("stalewatch_finding")
-    since = _family("stalewatch_finding_since_timestamp_seconds")
+    """stalewatch_finding and _since_timestamp_seconds, written as text directly (an incident's
+    thousands of findings change with every evaluation, so every scrape during one writes them)."""
     by_id = {f.id: f for f in findings}
+    active: list[tuple[str, ...]] = []
+    since: list[tuple[tuple[str, ...], float]] = []
     seen_active: set[tuple[str, ...]] = set()
     seen_since: set[tuple[str, ...]] = set()
     for finding in findings:
-        where = _where(finding.subject)
+        s = finding.subject
         root = _root_of(finding, by_id)
-        root_where = _where(root.subject) if root else {"kind": "", "namespace": "", "name": ""}
-        labels = {
-            "type": str(finding.type),
-            "severity": str(finding.severity),
-            **where,
-            "root": "true" if finding.is_root else "false",
-            "root_type": str(root.type) if root else "",
-            **{f"root_{k}": v for k, v in root_where.items()},
-        }
-        key = tuple(labels.values())
-        if key not in seen_active:
-            seen_active.add(key)
-            active.samples.append(Sample(active.name, labels, 1.0))
-        since_labels = {"type": str(finding.type), **where}
-        since_key = tuple(since_labels.values())
-        if finding.since is not None and since_key not in seen_since:
-            seen_since.add(since_key)
-            since.samples.append(Sample(since.name, since_labels, finding.since.timestamp()))
-    yield active
-    yield since
+        r = root.subject if root else {"kind": "", "namespace": "", "name": ""}
+        values = (
+            str(finding.type),
+            str(finding.severity),
+            s["kind"],
+            s["namespace"],
+            s["name"],
+            "true" if finding.is_root else "false",
+            str(root.type) if root else "",
+            r["kind"],
+            r["namespace"],
+            r["name"],
+        )
+        if values not in seen_active:
+            seen_active.add(values)
+            active.append(values)
+        if finding.since is not None and (key := values[:1] + values[2:5]) not in seen_since:
+            seen_since.add(key)
+            since.append((key, finding.since.timestamp()))
+    yield _text_family("stalewatch_finding", active, _finding_line, _finding_sample)
+    yield _text_family("stalewatch_finding_since_timestamp_seconds", since, _since_line, _since_sample)
+
+
+_FINDING_LABELS = (
+    "type",
+    "severity",
+    "kind",
+    "namespace",
+    "name",
+    "root",
+    "root_type",
+    "root_kind",
+    "root_namespace",
+    "root_name",
+)
+
+
+def _finding_line(values: tuple[str, ...]) -> str:
+    t, sev, kind, ns, name, root, rt, rk, rns, rn = (_escape(v) for v in values)
+    return (
+        f'stalewatch_finding{{kind="{kind}",name="{name}",namespace="{ns}",root="{root}",'
+        f'root_kind="{rk}",root_name="{rn}",root_namespace="{rns}",root_type="{rt}",'
+        f'severity="{sev}",type="{t}"}} 1.0\n'
+    )
+
+
+def _finding_sample(values: tuple[str, ...]) -> list[Sample]:
+    return [Sample("stalewatch_finding", dict(zip(_FINDING_LABELS, values, strict=True)), 1.0)]
+
+
+def _since_line(entry: tuple[tuple[str, ...], float]) -> str:
+    (t, kind, ns, name), moment = (_escape(v) for v in entry[0]), entry[1]
+    return (
+        f'stalewatch_finding_since_timestamp_seconds{{kind="{kind}",name="{name}",namespace="{ns}",'
+        f'type="{t}"}} {_go_float(moment)}\n'
+    )
+
+
+def _since_sample(entry: tuple[tuple[str, ...], float]) -> list[Sample]:
+    labels = dict(zip(("type", "kind", "namespace", "name"), entry[0], strict=True))
+    return [Sample("stalewatch_finding_since_timestamp_seconds", labels, entry[1])]
+
+
+def _text_family(
+    name: str, items: list[Any], line: Callable[[Any], str], samples_of: Callable[[Any], list[Sample]]
+) -> _RenderedFamily:
+    family = _RenderedFamily(name, items, samples_of)
+    family.chunks = [line(item) for item in items]
+    return family
 
 
 def _object_samples(obj: ObjectHealth) -> list[list[Sample]]:
