@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.model.builders import MIN, NOW, deployment, event, helm_release
+from tests.model.builders import NOW, deployment, helm_release
 from tests.model.test_engine import snapshot
 from tests.model.test_incidents import release_with_crash_looping_pod
 from watcher.model.engine import HealthModel, evaluate
@@ -76,19 +76,8 @@ def test_a_failing_pod_follows_its_deployment_to_another_release_as_evaluate_doe
     for obj in objects:
         model.upsert(obj, now=NOW)
     assert [f.subject["name"] for f in model.evaluate(NOW).roots] == ["podinfo"]
-    more = project(
-        event(
-            "podinfo-7d9f-new01.17c2b",
-            "apps",
-            kind="Pod",
-            involved="podinfo-7d9f-new01",
-            reason="BackOff",
-            message="Back-off restarting failed container podinfo",
-            count=81,
-            first=19 * MIN,
-            last=MIN,
-        )
-    )
+    backoff = next(o for o in release_with_crash_looping_pod() if o["kind"] == "Event")
+    more = project({**backoff, "count": backoff["count"] + 1})
     objects = [more if key_of(o) == key_of(more) else o for o in objects]
     model.upsert(more, now=NOW)
     model.evaluate(NOW)  # another pass, which takes the Pod's owners as they were

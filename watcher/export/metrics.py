@@ -365,20 +365,6 @@ def _findings(findings: list[Finding]) -> Iterator[Metric]:
     yield _text_family("stalewatch_finding_since_timestamp_seconds", since, _since_line, _since_sample)
 
 
-_FINDING_LABELS = (
-    "type",
-    "severity",
-    "kind",
-    "namespace",
-    "name",
-    "root",
-    "root_type",
-    "root_kind",
-    "root_namespace",
-    "root_name",
-)
-
-
 def _finding_line(values: tuple[str, ...]) -> str:
     t, sev, kind, ns, name, root, rt, rk, rns, rn = (_escape(v) for v in values)
     return (
@@ -389,7 +375,7 @@ def _finding_line(values: tuple[str, ...]) -> str:
 
 
 def _finding_sample(values: tuple[str, ...]) -> list[Sample]:
-    return [Sample("stalewatch_finding", dict(zip(_FINDING_LABELS, values, strict=True)), 1.0)]
+    return [Sample("stalewatch_finding", dict(zip(FINDING_LABELS, values, strict=True)), 1.0)]
 
 
 def _since_line(entry: tuple[tuple[str, ...], float]) -> str:
