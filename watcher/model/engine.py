@@ -197,9 +197,7 @@ class HealthModel:
         ):
             return False
         self._store.put_packed(pod)
-        self._changed = True
-        self._touched.add(key)
-        self._dirty.update(self._store.referrers("source", key))
+        self._mark(key, set())
         return True
 
     def delete(self, obj: Mapping[str, Any], *, now: datetime) -> None:
@@ -261,13 +259,9 @@ class HealthModel:
         *,
         now: datetime,
     ) -> None:
-        """Mark what this change can affect: the object, its dependents, its controllers.
-        `edges`: the reverse-index entries it changed (only those change a referrers() answer)."""
-        self._changed = True
+        """Mark what this change can affect: the object, its dependents, its controllers."""
         self._dirty.add(key)
-        self._touched.add(key)
-        self._touched_edges |= edges
-        self._dirty.update(self._store.referrers("source", key))
+        self._mark(key, edges)
         namespace = key.namespace
         if key.kind in WORKLOAD_KINDS and key.group == "apps":
             self._track_controller(key, new)
@@ -284,6 +278,14 @@ class HealthModel:
             )
         elif (key.group, key.kind) == _CRD:
             self._track_crd(key, new if new is not None else old, deleted=new is None, now=now)
+
+    def _mark(self, key: Key, edges: set[Edge]) -> None:
+        """What any change of `key` marks, judged again or not: its dependents are dirty, and it
+        and its `edges` (the reverse-index entries it changed) are touched for correlation."""
+        self._changed = True
+        self._touched.add(key)
+        self._touched_edges |= edges
+        self._dirty.update(self._store.referrers("source", key))
 
     def _track_controller(self, key: Key, workload: Mapping[str, Any] | None) -> None:
         spec = match_spec(self._config.controllers, workload) if workload is not None else None
