@@ -27,7 +27,7 @@ import statistics
 import sys
 import time
 import tracemalloc
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -138,7 +138,7 @@ def synced_at(lines: list[Line]) -> int:
     return last
 
 
-def decode(line: Line) -> tuple[str, dict[str, Any]]:
+def decode(line: Line) -> tuple[str, Mapping[str, Any]]:
     """A watch line as the reflector reads it (the typed fast path, else orjson + project())."""
     kind, obj = decode_event(line[0], api_version=line[1], kind=line[2])
     assert obj is not None, "the recording holds no BOOKMARK or ERROR events"
@@ -203,7 +203,7 @@ def stalewatch_pass(lines: list[Line], *, evaluate: str, now: datetime) -> float
     return elapsed
 
 
-def _churn_costs(model: HealthModel, churn: list[dict[str, Any]], *, now: datetime) -> list[float]:
+def _churn_costs(model: HealthModel, churn: list[Mapping[str, Any]], *, now: datetime) -> list[float]:
     costs = []
     for obj in churn:
         started = time.process_time()

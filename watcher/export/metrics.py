@@ -177,8 +177,9 @@ _written: dict[int, tuple[Metric, str]] = {}
 def text_format(registry: CollectorRegistry) -> bytes:
     """Prometheus text format 0.0.4, byte-identical to prometheus_client.generate_latest.
 
-    Gauges (every model family) are written here, escaping each distinct label value once;
-    any other type is handed to generate_latest, which knows its suffix rules.
+    Gauges (every model family) are written here, the model's own families from the text they
+    carry (_RenderedFamily) and the rest from their samples; any other type is handed to
+    generate_latest, which knows its suffix rules.
     """
     global _written
     written: dict[int, tuple[Metric, str]] = {}
