@@ -192,4 +192,5 @@ async def test_a_watcher_stopped_before_its_sync_gives_the_usual_collection_thre
     evaluating.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await evaluating
+    gc.unfreeze()
     assert gc.get_threshold() == usual
