@@ -35,8 +35,8 @@ from msgspec import Struct
 
 from watcher.model.fastpath.fields import Object, Unsure, intern
 from watcher.model.fastpath.gitops import GitOps
-from watcher.model.fastpath.kinds import KubeEvent, Lease, PackedPod, Pod, Workload, event_fields
-from watcher.model.graph import Packed, pack
+from watcher.model.fastpath.kinds import KubeEvent, Lease, Pod, Workload, event_fields
+from watcher.model.graph import Packed
 from watcher.model.objects import Key
 from watcher.model.projection import EVENT_KINDS, SECTIONS, project
 
@@ -127,10 +127,11 @@ class FastPath:
         if not meta.name:
             raise Unsure("no metadata.name: project() says so")
         key = (meta.namespace or "", meta.name)
+        if self.shape is Pod:
+            packed = obj.packed(self.api_version, self.kind)
+            if packed is not None:
+                return key, Packed(Key(self._group, self.kind, *key), packed)
         obj.fix()
-        if self.shape is Pod and obj.healthy():
-            packed = pack(PackedPod(self.api_version, self.kind, meta, obj.status))
-            return key, Packed(Key(self._group, self.kind, *key), packed)
         out = {"apiVersion": self.api_version, "kind": self.kind, **self._finish(msgspec.to_builtins(obj))}
         return key, out
 

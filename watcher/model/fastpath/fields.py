@@ -35,11 +35,23 @@ Time = str | None
 condition's lastUpdateTime) reads as absent."""
 
 
+_TIMES: dict[str, str] = {}
+"""Timestamps already checked, each to the first copy seen: objects share most of theirs (a
+Pod's conditions usually carry its start time, Pods created together the same second), so a
+check is mostly a lookup and the kept copies are shared like interned strings."""
+_TIMES_LIMIT = 8192
+
+
 def checked_time(value: str | None) -> str:
-    if value:
+    if not value:
+        return ""
+    known = _TIMES.get(value)
+    if known is None:
         _parse_time(value)  # ValueError: project() would drop it
-        return value
-    return ""
+        if len(_TIMES) >= _TIMES_LIMIT:
+            _TIMES.clear()
+        known = _TIMES[value] = value
+    return known
 
 
 def interned(labels: dict[str, str]) -> dict[str, str]:
@@ -89,10 +101,13 @@ class Condition(Shape):
     lastUpdateTime: Time = ""
     observedGeneration: Int | UnsetType = UNSET
 
-    def fix(self) -> None:
-        self.type, self.status, self.reason = intern(self.type), intern(self.status), intern(self.reason)
+    def check(self) -> None:
         self.lastTransitionTime = checked_time(self.lastTransitionTime)
         self.lastUpdateTime = checked_time(self.lastUpdateTime)
+
+    def fix(self) -> None:
+        self.check()
+        self.type, self.status, self.reason = intern(self.type), intern(self.status), intern(self.reason)
 
 
 Conditions = Annotated[list[Condition], Meta(max_length=64)]
@@ -118,13 +133,10 @@ class Metadata(Shape):
     """Read by the caller, then cleared: not part of the projection."""
     uid: str = ""
 
-    def fix(self) -> None:
+    def check(self) -> None:
+        """What fix() does but interning: a packed Pod's strings live in its bytes."""
         self.creationTimestamp = checked_time(self.creationTimestamp)
         self.deletionTimestamp = checked_time(self.deletionTimestamp)
-        if self.namespace is not UNSET:
-            self.namespace = intern(self.namespace)
-        if self.labels is not UNSET:
-            self.labels = interned(self.labels)
         if self.annotations is not UNSET:
             kept = {
                 intern(k): v[:MESSAGE_LIMIT]
@@ -134,8 +146,15 @@ class Metadata(Shape):
             if len(kept) > 64:
                 raise Unsure("too many kept annotations: project() names the object")
             self.annotations = kept
-        fix_all(self.ownerReferences)
         self.resourceVersion = self.uid = ""
+
+    def fix(self) -> None:
+        self.check()
+        if self.namespace is not UNSET:
+            self.namespace = intern(self.namespace)
+        if self.labels is not UNSET:
+            self.labels = interned(self.labels)
+        fix_all(self.ownerReferences)
 
 
 class MetadataWithHistory(Metadata):

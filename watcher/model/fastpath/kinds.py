@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from msgspec import UNSET, Meta, UnsetType
 
@@ -27,6 +27,7 @@ from watcher.model.fastpath.fields import (
     intern,
     interned,
 )
+from watcher.model.graph import pack
 from watcher.model.projection import EVENTS_V1_RENAMES, POD_CONDITIONS
 
 # -- Pods -------------------------------------------------------------------------------------
@@ -65,17 +66,19 @@ class ContainerStatus(Shape):
     state: State | UnsetType = UNSET
     lastState: LastState | UnsetType = UNSET
 
+    def check(self) -> None:
+        if self.lastState is not UNSET and self.lastState.terminated is UNSET:
+            self.lastState = UNSET  # project() drops an empty lastState
+
     def fix(self) -> None:
+        self.check()
         self.name, self.image = intern(self.name), intern(self.image)
         if self.state is not UNSET:
             for part in (self.state.waiting, self.state.terminated):
                 if part is not UNSET:
                     part.fix()
-        if self.lastState is not UNSET:
-            if self.lastState.terminated is UNSET:
-                self.lastState = UNSET  # project() drops an empty lastState
-            else:
-                self.lastState.terminated.fix()
+        if self.lastState is not UNSET and self.lastState.terminated is not UNSET:
+            self.lastState.terminated.fix()
 
 
 ContainerStatuses = Annotated[list[ContainerStatus], Meta(max_length=64)]
@@ -89,14 +92,23 @@ class PodStatus(Shape):
     containerStatuses: ContainerStatuses | UnsetType = UNSET
     initContainerStatuses: ContainerStatuses | UnsetType = UNSET
 
-    def fix(self) -> None:
-        self.phase, self.reason = intern(self.phase), intern(self.reason)
+    def check(self) -> None:
+        """What fix() does but interning (see Pod.packed)."""
         self.startTime = checked_time(self.startTime)
         if self.conditions is not UNSET:
             self.conditions = [c for c in self.conditions if c.type in POD_CONDITIONS]
             if len(self.conditions) > 64:
                 raise Unsure("too many Pod conditions: project() names the object")
-            fix_all(self.conditions)
+            for condition in self.conditions:
+                condition.check()
+        for statuses in (self.containerStatuses, self.initContainerStatuses):
+            for status in statuses or ():
+                status.check()
+
+    def fix(self) -> None:
+        self.check()
+        self.phase, self.reason = intern(self.phase), intern(self.reason)
+        fix_all(self.conditions)
         fix_all(self.containerStatuses)
         fix_all(self.initContainerStatuses)
 
@@ -104,10 +116,21 @@ class PodStatus(Shape):
 class Pod(Object):
     status: PodStatus | UnsetType = UNSET
 
+    def packed(self, api_version: str, kind: str) -> bytes | None:
+        """The Store's packed form of a healthy() Pod's projection, else None (and the Pod is
+        left for fix()). Its checks without fix()'s interning, which packed strings do not need."""
+        if not self.healthy():
+            return None
+        self.metadata.check()
+        status = cast(PodStatus, self.status)
+        status.check()
+        return pack(PackedPod(api_version, kind, self.metadata, status))
+
     def healthy(self) -> bool:
         """Running, Ready=True, not being deleted, no container waiting and none last killed for
         memory: what workloads.pod_state calls ready with nothing failing, so the Pod's only
-        rule has no finding and nothing to wait for (a test holds the two to that). After fix()."""
+        rule has no finding and nothing to wait for (a test holds the two to that). Read before
+        fix() or after: it compares values, and fix() keeps the first Ready condition."""
         status, meta = self.status, self.metadata
         if status is UNSET or status.phase != "Running" or meta.deletionTimestamp:
             return False
