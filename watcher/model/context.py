@@ -2,27 +2,34 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from watcher.model.objects import Key, after, finding_id
+from watcher.model.flux import Revisions, revisions
+from watcher.model.objects import Lookup, after, finding_id
 from watcher.model.types import DEFAULT_SEVERITIES, Finding, FindingType, ModelConfig, Subject
-
-Lookup = Callable[[Key], Mapping[str, Any] | None]
 
 
 @dataclass(slots=True)
 class Ctx:
     """Rules never read the clock: `due()` both answers "has this lasted its threshold?" and,
     when not yet, records the moment it will, so the incremental model knows when to look
-    again without an event (`pending`)."""
+    again without an event (`pending`). A Ctx serves one object's evaluation."""
 
     now: datetime
     config: ModelConfig
     lookup: Lookup
     pending: list[datetime] = field(default_factory=list)
+    _revisions: Revisions | None = None
+
+    def revisions(self, obj: Mapping[str, Any]) -> Revisions:
+        """The object's revisions and its source's, read once: its rule and the revision
+        table both want them, and for a Flux object they are most of its evaluation."""
+        if self._revisions is None:
+            self._revisions = revisions(obj, self.lookup)
+        return self._revisions
 
     def due(self, since: datetime | None, threshold: timedelta) -> bool:
         """Has the state that began at `since` lasted `threshold`? If not yet, note when."""

@@ -43,7 +43,7 @@ from watcher.model.controllers import (
     owns_pod,
 )
 from watcher.model.correlate import Correlation, OrderKey, correlate, order_key, satellite_output
-from watcher.model.flux import APPLIERS, revisions
+from watcher.model.flux import APPLIERS
 from watcher.model.graph import Edge, Packed, Recorder, Store
 from watcher.model.kstatus import compute_status
 from watcher.model.objects import (
@@ -69,7 +69,8 @@ from watcher.model.types import (
     RevisionInfo,
 )
 
-K = TypeVar("K", bound=tuple[Any, ...])
+K = TypeVar("K", bound=Key | tuple[Any, ...])
+"""Ordered keys: object Keys, or the findings' output order."""
 V = TypeVar("V")
 
 _CRD = ("apiextensions.k8s.io", "CustomResourceDefinition")
@@ -528,7 +529,7 @@ class HealthModel:
         self._schedule("o", key, deadline)
         if gitops:
             self._health.set(key, self._object_health(obj, key))
-            self._revisions.set(key, self._revision_info(obj, key))
+            self._revisions.set(key, _revision_info(obj, ctx))
 
     def _candidate_changed(self, key: Key, findings: list[Finding]) -> None:
         """File the key's new candidates as a satellite or for correlation; a satellite that
@@ -564,14 +565,16 @@ class HealthModel:
             last_transition=transition(condition(obj, "Ready")) or newest_transition(obj),
         )
 
-    def _revision_info(self, obj: Mapping[str, Any], key: Key) -> RevisionInfo | None:
-        if key.kind not in APPLIERS:
-            return None
-        revs = revisions(obj, self._store.get)
-        if revs.source is None:
-            return None
-        source = f"{revs.source.kind}/{revs.source.namespace}/{revs.source.name}"
-        return RevisionInfo(subject_of(obj), source, revs.revision, revs.applied)
+
+
+def _revision_info(obj: Mapping[str, Any], ctx: Ctx) -> RevisionInfo | None:
+    if obj["kind"] not in APPLIERS:
+        return None
+    revs = ctx.revisions(obj)
+    if revs.source is None:
+        return None
+    source = f"{revs.source.kind}/{revs.source.namespace}/{revs.source.name}"
+    return RevisionInfo(subject_of(obj), source, revs.revision, revs.applied)
 
 
 def _merge(findings: list[Finding], placed: _Table[OrderKey, Finding]) -> list[Finding]:

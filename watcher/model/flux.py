@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from watcher.model.context import Lookup
-from watcher.model.objects import Key, dig, group_of, text, time_at
+from watcher.model.objects import Key, Lookup, dig, group_of, text, time_at
 
 SOURCE_GROUP = "source.toolkit.fluxcd.io"
 KUSTOMIZE_GROUP = "kustomize.toolkit.fluxcd.io"

@@ -8,9 +8,11 @@ missing field: absence is a normal state in Kubernetes JSON.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any, NamedTuple, TypedDict
+from typing import Any, TypedDict
+
+import msgspec
 
 from watcher.model.types import Subject
 
@@ -27,13 +29,22 @@ class Condition(TypedDict, total=False):
     observedGeneration: int
 
 
-class Key(NamedTuple):
-    """Identity of an object across API versions: group, kind, namespace, name."""
+class Key(msgspec.Struct, frozen=True, order=True, gc=False):
+    """Identity of an object across API versions: group, kind, namespace, name.
+
+    Hashable and ordered field by field, like the tuple it could be, but outside the garbage
+    collector's view: the store, its indexes and the findings hold one per object, and as
+    tuples (a NamedTuple is never untracked) they were half of what each collection walked.
+    """
 
     group: str
     kind: str
     namespace: str
     name: str
+
+
+Lookup = Callable[[Key], Mapping[str, Any] | None]
+"""Another object by key (None when absent or blind): how rules read beyond their object."""
 
 
 def group_of(api_version: str) -> str:

@@ -18,7 +18,7 @@ from typing import Any
 from watcher.model.context import Ctx, new_finding
 from watcher.model.controllers import ControllerState
 from watcher.model.events import retry_loop
-from watcher.model.flux import APPLIERS, REQUESTED_AT, dependencies, revisions
+from watcher.model.flux import APPLIERS, REQUESTED_AT, dependencies
 from watcher.model.objects import (
     annotations_of,
     condition,
@@ -230,7 +230,7 @@ def revision_skew(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
     """
     if obj["kind"] == "Terraform" and text(obj, "spec", "approvePlan") not in ("", "auto"):
         return None
-    revs = revisions(obj, ctx.lookup)
+    revs = ctx.revisions(obj)
     target, since = revs.revision, revs.updated
     if not target:
         ready = condition(obj, "Ready")

@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from watcher.model.context import Ctx, Lookup
+from watcher.model.context import Ctx
 from watcher.model.objects import (
     Condition,
     Key,
+    Lookup,
     condition,
     describe,
     dig,
