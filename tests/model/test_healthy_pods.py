@@ -1,4 +1,4 @@
-"""A healthy Pod is decoded straight into the Store's packed form and not judged again.
+"""A healthy Pod (and any ReplicaSet) is decoded straight into the Store's packed form and not judged again.
 
 The decoder's `healthy()` must only ever say yes where the Pod's rule has nothing to say and
 nothing to wait for; the packed bytes must be the Store's own packing of project()'s dict; and a
@@ -99,6 +99,17 @@ def test_a_packed_pod_is_ready_with_no_finding_and_nothing_to_wait_for() -> None
 def test_a_packed_pod_unpacks_to_its_projection_as_the_store_keeps_it() -> None:
     for obj in packed_pods():
         packed = decoded(obj)
+        assert (packed.key, packed.unpacked()) == (key_of(project(obj)), project(obj))
+        assert len(packed.data) == len(pack(project(obj)))  # the same fields; their order may differ
+
+
+def test_every_replica_set_comes_packed_as_its_projection() -> None:
+    """No rule judges a ReplicaSet: the decoder packs each one, whatever its state."""
+    replica_sets = [o for o in benchmark_objects() if o["kind"] == "ReplicaSet"]
+    assert replica_sets
+    for obj in replica_sets:
+        packed = decoded(obj)
+        assert type(packed) is Packed
         assert (packed.key, packed.unpacked()) == (key_of(project(obj)), project(obj))
         assert len(packed.data) == len(pack(project(obj)))  # the same fields; their order may differ
 

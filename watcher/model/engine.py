@@ -177,27 +177,27 @@ class HealthModel:
     def upsert(self, obj: Mapping[str, Any], *, now: datetime) -> None:
         """An object was added or changed: a projection (see project()), kept as given, not copied."""
         if type(obj) is Packed:
-            if self._put_healthy(obj):
+            if self._put_packed(obj):
                 return
             obj = obj.unpacked()
         key = key_of(obj)
         old, edges = self._store.put(obj)
         self._touch(key, old, obj, edges, now=now)
 
-    def _put_healthy(self, pod: Packed) -> bool:
-        """Keep a Pod the decoder found healthy (see fastpath) without judging it again: it has
-        no finding and nothing to wait for, so what the Pod's rule would say is known. Not when
-        that answer would replace findings or a deadline it had, nor when a controller in its
-        namespace may own it (controller tracking reads its owner chain): those take upsert()'s
-        general path."""
-        key = pod.key
+    def _put_packed(self, packed: Packed) -> bool:
+        """Keep what the decoder packed (see fastpath) without judging it: a healthy Pod has no
+        finding and nothing to wait for, and no rule judges a ReplicaSet. Not when that answer
+        would replace findings or a deadline it had, nor when a controller in its namespace may
+        own it (controller tracking reads Pods' owner chains): those take upsert()'s general
+        path."""
+        key = packed.key
         if (
             key in self._local
             or self._controllers_by_ns.get(key.namespace)
             or self._claims.is_gitops(key.group, key.kind)
         ):
             return False
-        self._store.put_packed(pod)
+        self._store.put_packed(packed)
         self._mark(key, set())
         return True
 
@@ -285,8 +285,11 @@ class HealthModel:
         and its `edges` (the reverse-index entries it changed) are touched for correlation."""
         self._changed = True
         self._touched.add(key)
-        self._touched_edges |= edges
-        self._dirty.update(self._store.referrers("source", key))
+        if edges:
+            self._touched_edges |= edges
+        sourced = self._store.referrers("source", key)
+        if sourced:
+            self._dirty.update(sourced)
 
     def _track_controller(self, key: Key, workload: Mapping[str, Any] | None) -> None:
         spec = match_spec(self._config.controllers, workload) if workload is not None else None

@@ -135,7 +135,7 @@ class Store:
             self._objects[key] = pack(value)
 
     def put_packed(self, obj: Packed) -> None:
-        """Insert or replace an object of a kind without edges (a Pod), as it arrived packed."""
+        """Insert or replace an object of a kind without edges (a Pod, a ReplicaSet), as it arrived packed."""
         key = obj.key
         if self._objects.get(key) is None:
             self._by_kind[key.group, key.kind].add(key)

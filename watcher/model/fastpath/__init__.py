@@ -17,7 +17,8 @@ message keeps its meaning. Kinds without a Struct shape here always take the slo
 
 A Pod that is running and ready with nothing failing (Pod.healthy(), by far the usual Pod)
 is not built as dicts at all: it is encoded straight into the Store's packed form
-(graph.Packed), which the model keeps without judging it again (HealthModel.upsert).
+(graph.Packed), which the model keeps without judging it again (HealthModel.upsert). So is
+every ReplicaSet, which no rule judges.
 
 The shapes: fields.py (field types, metadata, conditions), kinds.py (Pods, workloads, Leases,
 Events), gitops.py (Flux and tofu-controller kinds). They take project()'s own tables, and a
@@ -36,7 +37,7 @@ from msgspec import Struct
 from watcher.model.fastpath.fields import Object, Unsure, intern
 from watcher.model.fastpath.gitops import GitOps
 from watcher.model.fastpath.kinds import KubeEvent, Lease, Pod, Workload, event_fields
-from watcher.model.graph import Packed
+from watcher.model.graph import Packed, pack
 from watcher.model.objects import Key
 from watcher.model.projection import EVENT_KINDS, SECTIONS, project
 
@@ -46,8 +47,9 @@ ObjectKey = tuple[str, str]
 # -- Decoders ---------------------------------------------------------------------------------
 
 
-class Decoded(NamedTuple):
-    """One watch event, decoded and projected."""
+class Decoded(Struct, gc=False):
+    """One watch event, decoded and projected (a Struct: built per event, and a NamedTuple's
+    constructor is a Python function)."""
 
     type: str
     """ADDED, MODIFIED, DELETED or BOOKMARK (ERROR always takes the slow path)."""
@@ -99,6 +101,8 @@ class FastPath:
         self._watch: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_Watch[shape])  # type: ignore[valid-type]
         self._list: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_List[shape])  # type: ignore[valid-type]
         self._finish = event_fields if shape is KubeEvent else _sections
+        self._packs = (self._group, kind) == ("apps", "ReplicaSet")
+        """No rule judges a ReplicaSet (it only links Pods to their Deployment): it comes packed."""
 
     def event(self, line: bytes) -> Decoded | None:
         """The decoded event, or None when only the slow path can be sure."""
@@ -133,6 +137,8 @@ class FastPath:
                 return key, Packed(Key(self._group, self.kind, *key), packed)
         obj.fix()
         out = {"apiVersion": self.api_version, "kind": self.kind, **self._finish(msgspec.to_builtins(obj))}
+        if self._packs:
+            return key, Packed(Key(self._group, self.kind, *key), pack(out))
         return key, out
 
 
