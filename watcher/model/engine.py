@@ -569,7 +569,6 @@ class HealthModel:
         )
 
 
-
 def _revision_info(obj: Mapping[str, Any], ctx: Ctx) -> RevisionInfo | None:
     if obj["kind"] not in APPLIERS:
         return None
