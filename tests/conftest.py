@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -12,6 +13,14 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 
 from tests.controlplane.harness import CRDS, ControlPlane, running_control_plane
 from tests.kubeclient import Kube
+
+
+@pytest.fixture(autouse=True)
+def unfrozen_heap() -> Iterator[None]:
+    """A watcher started in a test freezes the heap it finds (SyncCollections), which in a test
+    process is pytest's: give it back to the collector after each test."""
+    yield
+    gc.unfreeze()
 
 
 @pytest.fixture(scope="session")

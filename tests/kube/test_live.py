@@ -179,7 +179,6 @@ async def test_full_collections_wait_for_the_initial_sync_and_resume_once_it_is_
     finally:
         evaluating.cancel()
         gc.set_threshold(*usual)
-        gc.unfreeze()
 
 
 async def test_a_watcher_stopped_before_its_sync_gives_the_usual_collection_thresholds_back() -> None:
@@ -192,5 +191,4 @@ async def test_a_watcher_stopped_before_its_sync_gives_the_usual_collection_thre
     evaluating.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await evaluating
-    gc.unfreeze()
     assert gc.get_threshold() == usual
