@@ -9,6 +9,10 @@
 # readOnlyRootFilesystem. It runs as the numeric user 65532, so runAsNonRoot can verify it
 # without a passwd entry.
 #
+# Its dependencies are installed from requirements.lock, every one pinned with the hashes of its
+# published files (pip --require-hashes), so two builds of one commit get the same packages;
+# `make lock` pins them again from pyproject.toml.
+#
 # The base is pinned by its full version tag. Pin its digest as well when you build
 # (python:3.11.14-slim-bookworm@sha256:...); it could not be looked up where this file was
 # written. tests/deploy/test_image.py runs the builder's install steps below and starts the
@@ -17,11 +21,12 @@
 FROM python:3.11.14-slim-bookworm AS builder
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md requirements.lock ./
 COPY watcher/ watcher/
 RUN python -m pip wheel --no-deps --wheel-dir /wheels .
 RUN python -m venv --without-pip /opt/stalewatch
-RUN python -m pip --python /opt/stalewatch/bin/python install /wheels/stalewatch-*.whl
+RUN python -m pip --python /opt/stalewatch/bin/python install --require-hashes --no-deps -r requirements.lock
+RUN python -m pip --python /opt/stalewatch/bin/python install --no-deps /wheels/stalewatch-*.whl
 
 FROM python:3.11.14-slim-bookworm
 ENV PATH=/opt/stalewatch/bin:$PATH \

@@ -1,5 +1,5 @@
 # Two commands matter (see README): `make demo` and `make test`.
-.PHONY: demo test install lint
+.PHONY: demo test install lint lock
 
 demo:
 	@bash scripts/install.sh runtime
@@ -15,3 +15,10 @@ install:
 
 lint:
 	.venv/bin/ruff check watcher tests bench dashboards alerts && .venv/bin/mypy watcher && .venv/bin/lint-imports
+
+# The image's runtime dependencies, pinned with hashes (the Dockerfile installs exactly these).
+lock:
+	@bash scripts/install.sh runtime
+	.venv/bin/pip install -q pip-tools
+	.venv/bin/pip-compile -q --generate-hashes --strip-extras --no-emit-index-url --no-emit-find-links \
+	  --output-file requirements.lock pyproject.toml

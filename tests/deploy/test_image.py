@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from tests.deploy.conftest import REPO, Running, dockerfile_stages, one, start_like_the_pod
 from tests.deploy.dockerfile import BASE_IMAGE_BIN, parse
@@ -62,6 +64,36 @@ def test_the_default_command_is_a_subcommand_of_the_built_install(image_root: Pa
     listing = subprocess.run([stalewatch, "--help"], capture_output=True, text=True, check=True).stdout
     assert re.search(rf"^\s+{re.escape(command[0])}\s", listing, re.MULTILINE), listing
     subprocess.run([stalewatch, *command, "--help"], capture_output=True, check=True)
+
+
+def locked() -> dict[str, tuple[str, int]]:
+    """requirements.lock's pins: name -> (version, number of hashes)."""
+    pins: dict[str, tuple[str, int]] = {}
+    name = ""
+    for line in (REPO / "requirements.lock").read_text().splitlines():
+        pinned = re.match(r"^([A-Za-z0-9._-]+)==(\S+)", line)
+        if pinned:
+            name = canonicalize_name(pinned[1])
+            pins[name] = (pinned[2], 0)
+        elif line.strip().startswith("--hash=sha256:") and name:
+            version, hashes = pins[name]
+            pins[name] = (version, hashes + 1)
+    return pins
+
+
+def test_the_image_installs_its_dependencies_only_from_the_hash_pinned_lock() -> None:
+    installs = [run.args for run in BUILDER.all("RUN") if " install " in run.args]
+    assert any("--require-hashes" in args and "-r requirements.lock" in args for args in installs), installs
+    assert all("--no-deps" in args for args in installs), "an install resolving dependencies skips the lock"
+
+
+def test_the_lock_pins_every_dependency_within_pyproject_ranges_with_hashes() -> None:
+    pins = locked()
+    assert all(hashes for _, hashes in pins.values()), "every pin carries its hashes: run make lock"
+    for requirement in map(Requirement, pyproject()["project"]["dependencies"]):
+        name = canonicalize_name(requirement.name)
+        assert name in pins, f"{requirement.name} is not in requirements.lock: run make lock"
+        assert requirement.specifier.contains(pins[name][0]), f"{name}=={pins[name][0]} is not {requirement}"
 
 
 def test_the_built_install_carries_no_pip_and_no_source_tree(image_root: Path) -> None:
