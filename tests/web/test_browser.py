@@ -3,7 +3,8 @@ that hostile text stays text (no element, no dialog, no request), and that the b
 the policy without blocking the page's own stylesheet.
 
 Once from a hand-made incident, once end to end: the tofu-controller outage enacted in the real
-API server, watched by the real `stalewatch run`, read in the browser.
+API server, watched by the real `stalewatch run`, read in the browser. And, for each state of the
+watch, the banner saying whether to trust the page, seen before anything else.
 """
 
 from __future__ import annotations
@@ -29,13 +30,18 @@ from watcher.web.page import SECURITY_HEADERS
 from watcher.web.server import create_app
 
 CRITICAL_RED = "rgb(197, 34, 31)"
+LIVE_GREEN, STALE_PINK, PENDING_YELLOW = "rgb(230, 244, 234)", "rgb(252, 232, 230)", "rgb(254, 247, 224)"
 
 
-def live_telemetry() -> Telemetry:
-    telemetry = Telemetry(up=True, started=True)
+def live_telemetry(
+    *, up: bool = True, synced: bool = True, live: bool = True, forbidden: bool = False
+) -> Telemetry:
+    telemetry = Telemetry(up=up, started=True)
     stats = telemetry.kind("kustomize.toolkit.fluxcd.io", "Kustomization")
-    stats.synced = stats.live = True
+    stats.synced, stats.live = synced, live
     stats.objects = 4
+    if forbidden:
+        telemetry.kind("infra.contrib.fluxcd.io", "Terraform").forbidden = True
     return telemetry
 
 
@@ -112,6 +118,59 @@ async def test_in_chromium_the_incident_reads_root_first_and_hostile_text_stays_
     assert page.url.endswith("/?namespace=web#objects")
     assert await texts(page, "#objects td:nth-child(3)") == ["frontend", "fleet"]
     assert_nothing_executed(tab, served.removesuffix("/"))
+
+
+BANNERS = [
+    pytest.param(
+        live_telemetry(up=False),
+        ["STALE: the Kubernetes API server is unreachable; this is the last known state."],
+        STALE_PINK,
+        id="api_server_unreachable",
+    ),
+    pytest.param(
+        live_telemetry(synced=False),
+        ["Not yet synced: initial list not finished for Kustomization.kustomize.toolkit.fluxcd.io."],
+        PENDING_YELLOW,
+        id="initial_list_unfinished",
+    ),
+    pytest.param(
+        live_telemetry(live=False),
+        ["STALE: a watch is broken; what follows may lag the cluster."],
+        STALE_PINK,
+        id="watch_broken",
+    ),
+    pytest.param(
+        live_telemetry(forbidden=True),
+        [
+            "Live: every watch is synced and the API server answers.",
+            "Cannot see (forbidden, not judged): Terraform.infra.contrib.fluxcd.io",
+        ],
+        LIVE_GREEN,
+        id="live_with_a_forbidden_kind_named",
+    ),
+]
+
+
+@pytest.mark.parametrize(("telemetry", "banners", "color"), BANNERS)
+async def test_in_chromium_whether_to_trust_the_page_is_the_first_thing_it_says(
+    tab: Watched, telemetry: Telemetry, banners: list[str], color: str
+) -> None:
+    evaluation: Evaluation = incident()
+    registry = build_registry(lambda: evaluation)
+    app = create_app(telemetry=telemetry, source=lambda: evaluation, registry=registry)
+    async with TestServer(app) as server:
+        url = str(server.make_url("/"))
+        await open_page(tab, url)
+        page = tab.page
+        assert await texts(page, "header p.banner") == banners
+        first = page.locator("header p").first
+        assert await first.inner_text() == banners[0]
+        assert await first.evaluate("e => getComputedStyle(e).backgroundColor") == color
+        above, roots = await first.bounding_box(), await page.locator("#roots").bounding_box()
+        assert above is not None
+        assert roots is not None
+        assert above["y"] + above["height"] <= roots["y"], "the banner must be read before the root causes"
+        assert_nothing_executed(tab, url.removesuffix("/"))
 
 
 @pytest.mark.cluster
