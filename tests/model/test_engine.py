@@ -29,6 +29,7 @@ from tests.model.builders import (
 )
 from tests.model.test_incidents import tofu_incident
 from watcher.model.engine import HealthModel, evaluate
+from watcher.model.orphans import ORPHAN_WINDOW
 from watcher.model.projection import project
 from watcher.model.types import Evaluation, FindingType, ModelConfig
 
@@ -136,6 +137,31 @@ def test_deleted_crd_is_one_root_listing_the_objects_it_orphaned() -> None:
     assert root.id == "CRDRemoved/CustomResourceDefinition/terraforms.infra.contrib.fluxcd.io"
     assert {s["name"] for s in root.affected} == {"vpc", "eks"}
     assert "tofu-controller reconciles infra.contrib.fluxcd.io" in root.message
+
+
+def test_objects_deleted_moments_before_their_crd_was_seen_going_are_still_its_orphans() -> None:
+    """The CRD and its objects come on separate watches: the objects' deletions may come first."""
+    model = fed(*tofu_world())
+    model.evaluate(NOW)
+    for name in ("vpc", "eks"):
+        model.delete(project(terraform(name)), now=NOW + SEC)
+
+    model.delete(project(TERRAFORM_CRD), now=NOW + 2 * SEC)
+
+    [root] = model.evaluate(NOW + 2 * SEC).roots
+    assert root.type is FindingType.CRD_REMOVED
+    assert {s["name"] for s in root.affected} == {"vpc", "eks"}
+    assert "while 2 Terraform objects existed" in root.message
+
+
+def test_an_object_deleted_well_before_its_crd_is_not_counted_as_orphaned() -> None:
+    model = fed(*tofu_world())
+    model.delete(project(terraform("vpc")), now=NOW)
+
+    model.delete(project(TERRAFORM_CRD), now=NOW + ORPHAN_WINDOW + SEC)
+
+    [root] = model.evaluate(NOW + ORPHAN_WINDOW + SEC).roots
+    assert {s["name"] for s in root.affected} == {"eks"}
 
 
 def test_controller_crashing_after_its_crd_went_away_is_explained_by_the_removal() -> None:

@@ -56,6 +56,7 @@ from watcher.model.objects import (
     text,
     transition,
 )
+from watcher.model.orphans import RecentlyDeleted
 from watcher.model.owners import OwnerCache
 from watcher.model.rules import crd_removed, local_findings
 from watcher.model.types import (
@@ -157,6 +158,7 @@ class HealthModel:
         self._dirty_controllers: set[Key] = set()
         self._claims = Claims(self._config.controllers, ())
         self._removals: dict[Key, _Removal] = {}
+        self._deleted = RecentlyDeleted()
         self._due: dict[tuple[str, Key], datetime] = {}
         self._heap: list[tuple[datetime, int, str, Key]] = []
         self._seq = itertools.count()
@@ -206,6 +208,8 @@ class HealthModel:
         key = key_of(obj)
         old, edges = self._store.remove(key)
         if old is not None:
+            if self._claims.is_gitops(key.group, key.kind):
+                self._deleted.add(key, subject_of(old), at=now)
             self._touch(key, old, None, edges, now=now)
 
     def replace(
@@ -352,11 +356,10 @@ class HealthModel:
 
     def _removal(self, crd: Mapping[str, Any], *, now: datetime) -> Finding | None:
         group, kind = text(crd, "spec", "group"), text(crd, "spec", "names", "kind")
-        orphans = [
-            subject_of(obj)
-            for obj in (self._store.raw(k) for k in sorted(self._store.raw_of_kind(group, kind)))
-            if obj is not None
-        ]
+        existing = {k: self._store.raw(k) for k in self._store.raw_of_kind(group, kind)}
+        found = self._deleted.of_kind(group, kind, now=now)
+        found.update((k, subject_of(obj)) for k, obj in existing.items() if obj is not None)
+        orphans = [subject for _, subject in sorted(found.items())]
         claimers = [s.name for s in self._config.controllers if group in s.groups]
         running = {s.name for s in self._controllers.values()}
         reconcilers = [name for name in claimers if name in running] or claimers
