@@ -24,12 +24,11 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import itertools
-from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from watcher.model.context import Ctx
 from watcher.model.controllers import (
@@ -59,6 +58,7 @@ from watcher.model.objects import (
 from watcher.model.orphans import RecentlyDeleted
 from watcher.model.owners import OwnerCache
 from watcher.model.rules import crd_removed, local_findings
+from watcher.model.table import SortedTable
 from watcher.model.types import (
     ControllerHealth,
     ControllerSpec,
@@ -70,43 +70,8 @@ from watcher.model.types import (
     RevisionInfo,
 )
 
-K = TypeVar("K", bound=Key | tuple[Any, ...])
-"""Ordered keys: object Keys, or the findings' output order."""
-V = TypeVar("V")
-
 _CRD = ("apiextensions.k8s.io", "CustomResourceDefinition")
 _LEASE = ("coordination.k8s.io", "Lease")
-
-
-class _Table(Generic[K, V]):
-    """Values kept sorted by key, so an output list is a copy, not a sort, and the same
-    list is handed out again until something changes (Evaluations treat it as read-only)."""
-
-    def __init__(self) -> None:
-        self._keys: list[K] = []
-        self._values: list[V] = []
-        self._out: list[V] | None = None
-
-    def set(self, key: K, value: V | None) -> None:
-        index = bisect_left(self._keys, key)
-        present = index < len(self._keys) and self._keys[index] == key
-        if value is None:
-            if not present:
-                return
-            del self._keys[index], self._values[index]
-        elif present:
-            if self._values[index] == value:
-                return
-            self._values[index] = value
-        else:
-            self._keys.insert(index, key)
-            self._values.insert(index, value)
-        self._out = None
-
-    def values(self) -> list[V]:
-        if self._out is None:
-            self._out = list(self._values)
-        return self._out
 
 
 @dataclass(slots=True)
@@ -145,7 +110,7 @@ class HealthModel:
         self._moved: set[Key] = set()
         """Satellites added, changed or gone since their outputs were last placed."""
         self._outputs: dict[Key, OrderKey] = {}
-        self._placed: _Table[OrderKey, Finding] = _Table()
+        self._placed: SortedTable[OrderKey, Finding] = SortedTable()
         """The unpromoted satellites' outputs, in output order."""
         self._correlation = Correlation([])
         self._placed_for = Correlation([])
@@ -162,8 +127,8 @@ class HealthModel:
         self._due: dict[tuple[str, Key], datetime] = {}
         self._heap: list[tuple[datetime, int, str, Key]] = []
         self._seq = itertools.count()
-        self._health: _Table[Key, ObjectHealth] = _Table()
-        self._revisions: _Table[Key, RevisionInfo] = _Table()
+        self._health: SortedTable[Key, ObjectHealth] = SortedTable()
+        self._revisions: SortedTable[Key, RevisionInfo] = SortedTable()
         self._changed = True
         self._last: Evaluation | None = None
         self._recheck = True
@@ -456,7 +421,7 @@ class HealthModel:
                 output = satellite_output(candidate, core.roots[candidate.evidence["controller_workload"]])
                 at = self._outputs[key] = order_key(output)
                 self._placed.set(at, output)
-        return _merge(core.findings, self._placed)
+        return self._placed.interleaved(core.findings, order_key)
 
     def _must_correlate(self) -> bool:
         if self._recheck or self._candidates_changed or self._reads is None:
@@ -580,22 +545,6 @@ def _revision_info(obj: Mapping[str, Any], ctx: Ctx) -> RevisionInfo | None:
         return None
     source = f"{revs.source.kind}/{revs.source.namespace}/{revs.source.name}"
     return RevisionInfo(subject_of(obj), source, revs.revision, revs.applied)
-
-
-def _merge(findings: list[Finding], placed: _Table[OrderKey, Finding]) -> list[Finding]:
-    """Both in output order: each of `findings` goes in where its order key falls among `placed`'s."""
-    if not placed._keys:
-        return findings
-    keys, values = placed._keys, placed._values
-    merged: list[Finding] = []
-    start = 0
-    for finding in findings:
-        index = bisect_left(keys, order_key(finding), start)
-        merged += values[start:index]
-        merged.append(finding)
-        start = index
-    merged += values[start:]
-    return merged
 
 
 def _is_satellite(finding: Finding) -> bool:

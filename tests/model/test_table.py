@@ -1,0 +1,41 @@
+"""The engine's sorted tables: values in key order, the same list handed out until a change."""
+
+from __future__ import annotations
+
+from watcher.model.table import SortedTable
+
+
+def table(*pairs: tuple[int, str]) -> SortedTable[tuple[int], str]:
+    found: SortedTable[tuple[int], str] = SortedTable()
+    for key, value in pairs:
+        found.set((key,), value)
+    return found
+
+
+def test_values_come_in_key_order_whatever_the_order_they_were_set_in() -> None:
+    assert table((3, "c"), (1, "a"), (2, "b")).values() == ["a", "b", "c"]
+
+
+def test_setting_a_key_again_replaces_its_value_and_none_removes_it() -> None:
+    found = table((1, "a"), (2, "b"))
+    found.set((1,), "A")
+    found.set((2,), None)
+    found.set((9,), None)
+    assert found.values() == ["A"]
+
+
+def test_the_same_list_is_handed_out_until_something_changes() -> None:
+    found = table((1, "a"))
+    first = found.values()
+    found.set((1,), "a")
+    assert found.values() is first
+    found.set((2,), "b")
+    assert found.values() is not first
+    assert first == ["a"]
+
+
+def test_interleaved_puts_each_value_where_its_key_falls_among_the_items() -> None:
+    placed = table((2, "b"), (4, "d"), (9, "z"))
+    position = {"a": (1,), "c": (3,), "e": (5,)}
+    assert placed.interleaved(["a", "c", "e"], key=position.__getitem__) == list("abcdez")
+    assert table().interleaved(["a"], key=lambda item: (1,)) == ["a"]
