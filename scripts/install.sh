@@ -24,7 +24,10 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 extras=""; [ "$what" = all ] && extras="[dev]"
-.venv/bin/pip install -q -e ".$extras"
+# The runtime dependencies at the versions the image ships (requirements.lock, without its
+# hashes, which would put pip in hash-checking mode for the unpinned test tooling as well).
+sed -n 's/^\([A-Za-z0-9._-]*==[^ ]*\).*/\1/p' requirements.lock > .venv/constraints.txt
+.venv/bin/pip install -q -c .venv/constraints.txt -e ".$extras"
 
 if [ "$what" = all ]; then
   bash tests/controlplane/build.sh >/dev/null
