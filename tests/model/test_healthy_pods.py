@@ -25,7 +25,7 @@ from watcher.model.fastpath import decode_event
 from watcher.model.graph import Packed, pack
 from watcher.model.objects import key_of
 from watcher.model.projection import project
-from watcher.model.rules import local_findings
+from watcher.model.rules import RULES, local_findings
 from watcher.model.types import FindingType, ModelConfig, Thresholds
 from watcher.model.workloads import WorkloadState, pod_state
 
@@ -105,6 +105,7 @@ def test_a_packed_pod_unpacks_to_its_projection_as_the_store_keeps_it() -> None:
 
 def test_every_replica_set_comes_packed_as_its_projection() -> None:
     """No rule judges a ReplicaSet: the decoder packs each one, whatever its state."""
+    assert ("apps", "ReplicaSet") not in RULES, "a ReplicaSet with a rule must not skip judging"
     replica_sets = [o for o in benchmark_objects() if o["kind"] == "ReplicaSet"]
     assert replica_sets
     for obj in replica_sets:

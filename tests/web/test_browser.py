@@ -10,6 +10,7 @@ watch, the banner saying whether to trust the page, seen before anything else.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -45,15 +46,20 @@ def live_telemetry(
     return telemetry
 
 
-@pytest.fixture
-async def served() -> AsyncIterator[str]:
-    """The hand-made incident behind the real app; yields the page's URL."""
+@asynccontextmanager
+async def serving(telemetry: Telemetry) -> AsyncIterator[str]:
+    """The hand-made incident behind the real app, as `telemetry` tells it; yields the page's URL."""
     evaluation: Evaluation = incident()
-    app = create_app(
-        telemetry=live_telemetry(), source=lambda: evaluation, registry=build_registry(lambda: evaluation)
-    )
+    registry = build_registry(lambda: evaluation)
+    app = create_app(telemetry=telemetry, source=lambda: evaluation, registry=registry)
     async with TestServer(app) as server:
         yield str(server.make_url("/"))
+
+
+@pytest.fixture
+async def served() -> AsyncIterator[str]:
+    async with serving(live_telemetry()) as url:
+        yield url
 
 
 async def open_page(tab: Watched, url: str) -> Response:
@@ -155,11 +161,7 @@ BANNERS = [
 async def test_in_chromium_whether_to_trust_the_page_is_the_first_thing_it_says(
     tab: Watched, telemetry: Telemetry, banners: list[str], color: str
 ) -> None:
-    evaluation: Evaluation = incident()
-    registry = build_registry(lambda: evaluation)
-    app = create_app(telemetry=telemetry, source=lambda: evaluation, registry=registry)
-    async with TestServer(app) as server:
-        url = str(server.make_url("/"))
+    async with serving(telemetry) as url:
         await open_page(tab, url)
         page = tab.page
         assert await texts(page, "header p.banner") == banners

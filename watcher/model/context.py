@@ -22,7 +22,7 @@ class Ctx:
     config: ModelConfig
     lookup: Lookup
     pending: list[datetime] = field(default_factory=list)
-    _revisions: Revisions | None = None
+    _revisions: Revisions | None = field(default=None, init=False, repr=False)
 
     def revisions(self, obj: Mapping[str, Any]) -> Revisions:
         """The object's revisions and its source's, read once: its rule and the revision
