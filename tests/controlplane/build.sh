@@ -15,8 +15,8 @@ build() { # name, module dir, package, ldflags
   local name=$1 dir=$2 pkg=$3 ldflags=$4
   if [ -x "$out/$name" ]; then return; fi
   echo "building $name (first run only; cached in $out)" >&2
-  (cd "$here/$dir" && go build -trimpath -ldflags "$ldflags" -o "$out/$name.tmp" "$pkg")
-  mv "$out/$name.tmp" "$out/$name"
+  (cd "$here/$dir" && go build -trimpath -ldflags "$ldflags" -o "$out/$name.tmp.$$" "$pkg")
+  mv "$out/$name.tmp.$$" "$out/$name"
 }
 
 minor=$(echo "$K8S_VERSION" | cut -d. -f2)
