@@ -1,12 +1,15 @@
-"""kstatus port: one named case per rule of cli-utils' status.go, generic.go and core.go."""
+"""kstatus port: one named case per rule of cli-utils' status.go, generic.go and core.go (upstream's
+own test tables are in test_kstatus_upstream.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import pytest
 
 from tests.model.builders import NOW, SEC, cond, ts
+from watcher.model.fastpath import decode_event
 from watcher.model.kstatus import compute_status
 from watcher.model.projection import project
 from watcher.model.types import Status
@@ -101,11 +104,14 @@ def pod(phase: str, *conditions: Obj, waiting: str | None = None, created_ago: i
     )
 
 
-def job(*conditions: Obj, started: bool = True) -> Obj:
+def job(*conditions: Obj, started: bool = True, suspend: bool | None = None) -> Obj:
     status: Obj = {"succeeded": 1, "active": 0, "failed": 2, "conditions": list(conditions)}
     if started:
         status["startTime"] = ts()
-    return obj("batch/v1", "Job", spec={"completions": 3, "parallelism": 1}, status=status)
+    spec: Obj = {"completions": 3, "parallelism": 1}
+    if suspend is not None:
+        spec["suspend"] = suspend
+    return obj("batch/v1", "Job", spec=spec, status=status)
 
 
 def crd(*conditions: Obj) -> Obj:
@@ -156,12 +162,48 @@ CASES = [
         "b",
         id="first-of-stalled-and-reconciling-wins-reconciling",
     ),
+    # status.go checkReadyCondition, for kinds without a rule of their own
     pytest.param(
-        crd_like(cond("Ready", "False", "ReconciliationFailed", "boom")),
+        crd_like(cond("Ready", "True", "ReconciliationSucceeded", "Applied revision: main@sha1:abc")),
+        Status.CURRENT,
+        "",
+        "Resource is Ready",
+        id="ready-true-is-current",
+    ),
+    pytest.param(
+        crd_like(cond("Ready", "False", "ArtifactFailed", "GitRepository 'flux-system/app' not found")),
+        Status.IN_PROGRESS,
+        "ArtifactFailed",
+        "GitRepository 'flux-system/app' not found",
+        id="ready-false-is-in-progress-with-its-reason",
+    ),
+    pytest.param(
+        crd_like(cond("Ready", "Unknown", "Progressing", "reconciliation in progress")),
+        Status.IN_PROGRESS,
+        "Progressing",
+        "reconciliation in progress",
+        id="ready-unknown-is-in-progress-with-its-reason",
+    ),
+    pytest.param(
+        crd_like(cond("Ready", "Maybe", "Odd"), cond("Ready", "False", "Second", "the second")),
+        Status.IN_PROGRESS,
+        "Second",
+        "the second",
+        id="ready-with-another-status-is-passed-over",
+    ),
+    pytest.param(
+        crd_like(cond("Healthy", "False", "Broken", "no")),
         Status.CURRENT,
         "",
         "Resource is current",
-        id="ready-false-alone-is-current-kstatus-reads-no-ready",
+        id="no-ready-condition-is-current",
+    ),
+    pytest.param(
+        obj("apps/v1", "StatefulSet", spec={"replicas": 0}, status={"conditions": [cond("Ready", "False")]}),
+        Status.CURRENT,
+        "",
+        "All replicas scheduled as expected. Replicas: 0",
+        id="a-kind-with-a-rule-never-reads-ready",
     ),
     pytest.param(
         crd_like(cond("Reconciling", "False")),
@@ -421,7 +463,20 @@ CASES = [
     pytest.param(
         job(cond("Failed", "True")), Status.FAILED, "JobFailed", "Job Failed. failed: 2/3", id="job-failed"
     ),
-    pytest.param(job(cond("Suspended", "True")), Status.CURRENT, "", "Job is suspended", id="job-suspended"),
+    pytest.param(
+        job(cond("Suspended", "True"), suspend=True, started=False),
+        Status.CURRENT,
+        "",
+        "Job is suspended",
+        id="job-suspended",
+    ),
+    pytest.param(
+        job(cond("Suspended", "True"), suspend=False, started=False),
+        Status.IN_PROGRESS,
+        "JobNotStarted",
+        "Job not started",
+        id="job-suspended-condition-without-spec-suspend-does-not-count",
+    ),
     pytest.param(
         job(started=False), Status.IN_PROGRESS, "JobNotStarted", "Job not started", id="job-not-started"
     ),
@@ -514,3 +569,103 @@ def test_unschedulable_pod_without_a_clock_is_past_the_window() -> None:
     pending = pod("Pending", cond("PodScheduled", "False", "Unschedulable"), created_ago=1)
 
     assert compute_status(project(pending)).status is Status.FAILED
+
+
+def raw_pod(*conditions: Obj, generation: int = 1, observed: int = 1) -> Obj:
+    """A running, ready Pod (the kind the live watcher packs) with extra conditions."""
+    status = {
+        "observedGeneration": observed,
+        "phase": "Running",
+        "conditions": [cond("Ready", "True"), *conditions],
+        "containerStatuses": [{"name": "app", "ready": True, "state": {"running": {}}}],
+    }
+    return obj("v1", "Pod", status=status, generation=generation, creationTimestamp=ts())
+
+
+def lagging(api_version: str, kind: str, **status: int) -> Obj:
+    return obj(
+        api_version, kind, spec={"replicas": 3}, status={"observedGeneration": 1, **status}, generation=1
+    )
+
+
+KEPT = [
+    pytest.param(
+        raw_pod(generation=2, observed=1),
+        Status.IN_PROGRESS,
+        "LatestGenerationNotObserved",
+        id="pod-observed-generation",
+    ),
+    pytest.param(raw_pod(cond("Stalled", "True", "Evicted")), Status.FAILED, "Evicted", id="pod-stalled"),
+    pytest.param(
+        raw_pod(cond("Reconciling", "True", "Resizing")), Status.IN_PROGRESS, "Resizing", id="pod-reconciling"
+    ),
+    pytest.param(
+        lagging("extensions/v1beta1", "Deployment", replicas=1),
+        Status.IN_PROGRESS,
+        "LessReplicas",
+        id="extensions-deployment-replicas",
+    ),
+    pytest.param(
+        lagging("extensions/v1beta1", "ReplicaSet", fullyLabeledReplicas=3, availableReplicas=1),
+        Status.IN_PROGRESS,
+        "LessAvailable",
+        id="extensions-replicaset-replicas",
+    ),
+    pytest.param(
+        lagging("extensions/v1beta1", "DaemonSet", desiredNumberScheduled=2, currentNumberScheduled=1),
+        Status.IN_PROGRESS,
+        "LessCurrent",
+        id="extensions-daemonset-counts",
+    ),
+    pytest.param(
+        sts(
+            {"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 1}}},
+            updatedReplicas=0,
+        ),
+        Status.IN_PROGRESS,
+        "PartitionRollout",
+        id="statefulset-update-strategy",
+    ),
+    pytest.param(
+        job(cond("Suspended", "True"), suspend=True, started=False),
+        Status.CURRENT,
+        "",
+        id="job-spec-suspend",
+    ),
+    pytest.param(
+        obj(
+            "v1",
+            "Service",
+            spec={"type": "LoadBalancer"},
+            status={"conditions": [cond("Stalled", "True", "X")]},
+        ),
+        Status.FAILED,
+        "X",
+        id="service-conditions",
+    ),
+    pytest.param(
+        obj("v1", "PersistentVolumeClaim", status={"phase": "Bound", "observedGeneration": 1}, generation=2),
+        Status.IN_PROGRESS,
+        "LatestGenerationNotObserved",
+        id="pvc-observed-generation",
+    ),
+    pytest.param(
+        crd(cond("Reconciling", "True", "Migrating"), cond("Established", "True")),
+        Status.IN_PROGRESS,
+        "Migrating",
+        id="crd-generic-conditions",
+    ),
+]
+
+
+@pytest.mark.parametrize(("raw", "status", "reason"), KEPT)
+def test_what_kstatus_reads_survives_projection_and_the_fast_path(
+    raw: Obj, status: Status, reason: str
+) -> None:
+    line = orjson.dumps({"type": "ADDED", "object": raw})
+    _, fast = decode_event(line, api_version=raw["apiVersion"], kind=raw["kind"])
+    assert fast is not None
+
+    for projected in (project(raw), fast):
+        result = compute_status(projected, now=NOW)
+        assert (result.status, result.reason) == (status, reason)

@@ -1,16 +1,21 @@
-"""A faithful port of kstatus (sigs.k8s.io/cli-utils pkg/kstatus/status).
+"""A port of kstatus (sigs.k8s.io/cli-utils pkg/kstatus/status), held to upstream's own
+test tables case for case (tests/model/test_kstatus_upstream.py names the commits).
 
 Same order as status.go Compute(): the generic checks of generic.go first
 (deletionTimestamp, observedGeneration, then the first Reconciling=True or
 Stalled=True condition in list order), then a per-kind rule from core.go's table
-keyed by group/kind, else Current. kstatus reads no Ready condition at all: a Flux
-object with Ready=False but neither Reconciling nor Stalled is Current to kstatus, and
-so it is here (the model's own rules read Ready; this module answers "what would
-kstatus say").
+keyed by group/kind. A kind without a rule ends in status.go's checkReadyCondition:
+the first Ready condition whose status is True makes it Current, False or Unknown
+InProgress with that condition's reason and message; with no such Ready condition it
+is Current. So a Flux object with Ready=False and neither Reconciling nor Stalled is
+InProgress to kstatus, whatever its reason: kstatus cannot tell a failure from work in
+progress there, which is why the model's own rules read Ready; this module answers
+"what would kstatus say".
 
 `reason` is the reason of the condition kstatus would add (Reconciling/Stalled, or the
 object's own condition); it is "" where kstatus adds none (Current, Terminating).
 The only clock kstatus reads is the Pod scheduling window; pass `now` for it.
+Where kstatus returns an error (a Pod phase it does not know), the status is Unknown.
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ def compute_status(obj: Mapping[str, Any], *, now: datetime | None = None) -> St
     rule = RULES.get(f"{group}/{obj['kind']}" if group else obj["kind"])
     if rule is not None:
         return rule(obj, now)
-    return _current("Resource is current")
+    return _ready(obj) or _current("Resource is current")
 
 
 def _in_progress(reason: str, message: str) -> StatusResult:
@@ -79,6 +84,19 @@ def _generic(obj: Mapping[str, Any]) -> StatusResult | None:
             return _in_progress(cond.get("reason", ""), cond.get("message", ""))
         if cond["type"] == "Stalled" and cond["status"] == "True":
             return _failed(cond.get("reason", ""), cond.get("message", ""))
+    return None
+
+
+def _ready(obj: Mapping[str, Any]) -> StatusResult | None:
+    """status.go checkReadyCondition: the first Ready condition that is True, False or Unknown
+    decides; one with any other status is passed over."""
+    for cond in conditions(obj):
+        if cond["type"] != "Ready":
+            continue
+        if cond["status"] == "True":
+            return _current("Resource is Ready")
+        if cond["status"] in ("False", "Unknown"):
+            return _in_progress(cond.get("reason", ""), cond.get("message", ""))
     return None
 
 
@@ -235,6 +253,8 @@ def _pdb(obj: Mapping[str, Any], now: datetime | None) -> StatusResult:
 
 
 def _job(obj: Mapping[str, Any], now: datetime | None) -> StatusResult:
+    """A Suspended=True condition counts only while spec.suspend is true: a Job on its way
+    into or out of suspension falls through to the start-time check like any other."""
     parallelism = _int(obj, "spec.parallelism", 1)
     completions = _int(obj, "spec.completions", parallelism)
     succeeded = _int(obj, "status.succeeded", 0)
@@ -247,7 +267,7 @@ def _job(obj: Mapping[str, Any], now: datetime | None) -> StatusResult:
             return _current(f"Job Completed. succeeded: {succeeded}/{completions}")
         if cond["type"] == "Failed":
             return _failed("JobFailed", f"Job Failed. failed: {failed}/{completions}")
-        if cond["type"] == "Suspended":
+        if cond["type"] == "Suspended" and dig(obj, "spec", "suspend") is True:
             return _current("Job is suspended")
     if not text(obj, "status", "startTime"):
         return _in_progress("JobNotStarted", "Job not started")

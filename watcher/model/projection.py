@@ -348,12 +348,14 @@ _CONTAINER_STATUSES = _list(
     ),
     limit=64,
 )
-POD_CONDITIONS = frozenset({"Ready", "PodScheduled"})
-"""The only Pod conditions any rule reads (kstatus' Pod rule and ours); the rest is dropped."""
+POD_CONDITIONS = frozenset({"Ready", "PodScheduled", "Reconciling", "Stalled"})
+"""The only Pod conditions any rule reads (kstatus' generic checks and Pod rule, and ours); the
+rest is dropped."""
 
 _POD_SPEC: dict[str, Check] = {}
 """A Pod's images are read from its containerStatuses (kubelet reports the spec image there)."""
 _POD_STATUS: dict[str, Check] = {
+    "observedGeneration": _int(strict=True),
     "phase": _TOKEN,
     "reason": _TOKEN,
     "startTime": _time,
@@ -383,31 +385,40 @@ _CRD_SPEC: dict[str, Check] = {
     "versions": _list(_obj({"name": _TOKEN, "served": _bool, "storage": _bool}), limit=64),
 }
 _JOB_SPEC: dict[str, Check] = {"parallelism": _I, "completions": _I, "suspend": _bool}
+_GENERIC_STATUS: dict[str, Check] = {"conditions": _CONDITIONS, "observedGeneration": _int(strict=True)}
+"""What kstatus' generic checks read on every kind (its Reconciling/Stalled conditions and
+observedGeneration), kept on the built-ins whose own fields say nothing of them."""
 _JOB_STATUS: dict[str, Check] = {
-    "conditions": _CONDITIONS,
+    **_GENERIC_STATUS,
     "succeeded": _I,
     "active": _I,
     "failed": _I,
     "startTime": _time,
 }
 _SERVICE_SPEC: dict[str, Check] = {"type": _TOKEN, "clusterIP": _S}
-_PVC_STATUS: dict[str, Check] = {"phase": _TOKEN}
+_PVC_STATUS: dict[str, Check] = {**_GENERIC_STATUS, "phase": _TOKEN}
 
 SECTIONS: dict[tuple[str, str], tuple[dict[str, Check], dict[str, Check]]] = {
     ("apps", "Deployment"): (_WORKLOAD_SPEC, _WORKLOAD_STATUS),
     ("apps", "StatefulSet"): (_WORKLOAD_SPEC, _WORKLOAD_STATUS),
     ("apps", "DaemonSet"): (_WORKLOAD_SPEC, _WORKLOAD_STATUS),
     ("apps", "ReplicaSet"): (_WORKLOAD_SPEC, _WORKLOAD_STATUS),
+    ("extensions", "Deployment"): (_WORKLOAD_SPEC, _WORKLOAD_STATUS),
+    ("extensions", "DaemonSet"): (_WORKLOAD_SPEC, _WORKLOAD_STATUS),
+    ("extensions", "ReplicaSet"): (_WORKLOAD_SPEC, _WORKLOAD_STATUS),
     ("", "Pod"): (_POD_SPEC, _POD_STATUS),
     ("coordination.k8s.io", "Lease"): (_LEASE_SPEC, {}),
-    ("apiextensions.k8s.io", "CustomResourceDefinition"): (_CRD_SPEC, {"conditions": _CONDITIONS}),
+    ("apiextensions.k8s.io", "CustomResourceDefinition"): (_CRD_SPEC, _GENERIC_STATUS),
     ("batch", "Job"): (_JOB_SPEC, _JOB_STATUS),
-    ("", "Service"): (_SERVICE_SPEC, {}),
+    ("", "Service"): (_SERVICE_SPEC, _GENERIC_STATUS),
     ("", "PersistentVolumeClaim"): ({}, _PVC_STATUS),
-    ("", "Secret"): ({}, {}),
-    ("", "ConfigMap"): ({}, {}),
+    ("", "Secret"): ({}, _GENERIC_STATUS),
+    ("", "ConfigMap"): ({}, _GENERIC_STATUS),
 }
-"""Built-in kinds; anything else is treated as a custom resource (the GitOps fields)."""
+"""Built-in kinds; anything else is treated as a custom resource (the GitOps fields). Each keeps
+every field kstatus reads on it (its generic checks and its rule in core.go's table, the
+extensions/ twins of the workloads included); kinds kstatus has a rule for but no row here
+(CronJob, PodDisruptionBudget) read only the generic fields, which the GitOps fields hold."""
 
 EVENT_KINDS = {("", "Event"), ("events.k8s.io", "Event")}
 _EVENT_FIELDS: dict[str, Check] = {

@@ -236,9 +236,10 @@ def _controllers(controllers: Sequence[ControllerHealth], *, now: datetime) -> I
 def _objects(
     objects: Sequence[ObjectHealth], findings: Sequence[Finding], *, namespace: str | None, now: datetime
 ) -> Iterable[str]:
-    """Each object with the finding types on it. kstatus alone says Current for an object that
-    waits on a dependency (Ready=False is not one of its conditions), so the findings column is
-    what marks it. Problems first, so the row bound never hides them."""
+    """Each object with the finding types on it. kstatus says InProgress alike for an object at
+    work, one waiting on a dependency and one failing over and over (Ready=False, whatever its
+    reason), so the findings column is what tells them apart. Problems first, so the row bound
+    never hides them."""
     yield '<section id="objects"><h2>GitOps objects</h2>'
     yield from _namespace_filter(sorted({o.subject["namespace"] for o in objects} - {""}), namespace)
     shown = [o for o in objects if namespace is None or o.subject["namespace"] == namespace]

@@ -156,6 +156,9 @@ _SHAPES: dict[tuple[str, str], type[Object]] = {
     ("apps", "StatefulSet"): Workload,
     ("apps", "DaemonSet"): Workload,
     ("apps", "ReplicaSet"): Workload,
+    ("extensions", "Deployment"): Workload,
+    ("extensions", "DaemonSet"): Workload,
+    ("extensions", "ReplicaSet"): Workload,
     ("coordination.k8s.io", "Lease"): Lease,
     **dict.fromkeys(EVENT_KINDS, KubeEvent),
 }

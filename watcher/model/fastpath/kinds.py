@@ -85,6 +85,7 @@ ContainerStatuses = Annotated[list[ContainerStatus], Meta(max_length=64)]
 
 
 class PodStatus(Shape):
+    observedGeneration: Int | UnsetType = UNSET
     phase: Token = ""
     reason: Token = ""
     startTime: Time = ""
