@@ -28,6 +28,7 @@ from tests.model.test_incidents import (
     release_with_crash_looping_pod,
     tofu_incident,
 )
+from tests.model.test_workload_findings import workload_world
 from watcher.model.engine import HealthModel, evaluate
 from watcher.model.fastpath import decode_event
 from watcher.model.objects import Key, key_of
@@ -62,6 +63,7 @@ def variants() -> dict[Key, list[dict[str, Any]]]:
         *child_on_old_revision(),
         *release_with_crash_looping_pod(),
         *tofu_world(),
+        *workload_world(),
         *example_objects(),
         *[o for name in CONTROLLERS for o in controller(name, lease_renewed=None)],
         warning_about("apps", count=9, first=60 * MIN, last=MIN),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -21,6 +21,8 @@ class Ctx:
     now: datetime
     config: ModelConfig
     lookup: Lookup
+    pods: Callable[[str], Iterable[Mapping[str, Any]]] = lambda namespace: ()
+    """The Pods of a namespace: a StatefulSet or DaemonSet keeps no time of its own, its Pods do."""
     pending: list[datetime] = field(default_factory=list)
     _revisions: Revisions | None = field(default=None, init=False, repr=False)
 

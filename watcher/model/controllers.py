@@ -34,8 +34,10 @@ from watcher.model.workloads import (
     WorkloadState,
     available_replicas,
     desired_replicas,
+    exit_text,
     owner_workload,
     pod_state,
+    termination_evidence,
 )
 
 WORKLOAD_KINDS = ("Deployment", "StatefulSet")
@@ -206,9 +208,10 @@ def controller_state(
         since: datetime | None,
         detail: str = "",
         deadline: datetime | None = None,
+        advice: str = "",
     ) -> ControllerState:
         health = ControllerHealth(subject_of(workload), up, str(reason), spec.groups, since, name=spec.name)
-        advice = "" if up else _ADVICE[reason]
+        advice = "" if up else advice or _ADVICE[reason]
         return ControllerState(health, spec, pod_keys, detail, advice, evidence, deadline)
 
     if desired_replicas(workload) == 0:
@@ -238,19 +241,25 @@ def controller_state(
     if expiry is not None and expiry >= now:
         return verdict(True, HealthReason.RESTARTING, None, deadline=after(expiry, _TICK))
     worst = _worst(states)
+    advice = ""
     if worst is not None:
         pod, state = worst
         reason = state.failing or HealthReason.NOT_READY
         shown = state.detail if reason is HealthReason.NOT_READY else reason
         detail = f"pod {pod['metadata']['name']} is in {shown}"
-        if state.image:
-            detail += f" (image {state.image})"
+        if reason is HealthReason.NOT_READY and state.restarted_after_exit:
+            detail = f"pod {pod['metadata']['name']} is not ready: its container exits and is restarted"
+            advice = _ADVICE[HealthReason.CRASH_LOOP_BACK_OFF]
+        listed = ", ".join(p for p in (f"image {state.image}" if state.image else "", exit_text(state)) if p)
+        if listed:
+            detail += f" ({listed})"
         evidence.update(
             pod=pod["metadata"]["name"],
             waiting_reason=state.detail,
             container=state.container,
             image=state.image,
             restarts=state.restarts,
+            **termination_evidence(state),
             message=state.message,
         )
         since = expiry or state.since
@@ -261,7 +270,7 @@ def controller_state(
         since = expiry or (transition(available) if available and available["status"] == "False" else None)
     if since is not None and now - since < thresholds.controller_down:
         return verdict(True, HealthReason.RESTARTING, None, deadline=after(since, thresholds.controller_down))
-    return verdict(False, reason, since, detail)
+    return verdict(False, reason, since, detail, advice=advice)
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ Incremental design (an event must not cost O(cluster)):
 from __future__ import annotations
 
 import dataclasses
+import functools
 import heapq
 import itertools
 from collections import defaultdict
@@ -69,6 +70,7 @@ from watcher.model.types import (
     ObjectHealth,
     RevisionInfo,
 )
+from watcher.model.workloads import timed_by
 
 _CRD = ("apiextensions.k8s.io", "CustomResourceDefinition")
 _LEASE = ("coordination.k8s.io", "Lease")
@@ -138,6 +140,7 @@ class HealthModel:
         self._touched_edges: set[Edge] = set()
         self._reads: Recorder | None = None
         self._owners = OwnerCache()
+        self._pods = functools.partial(self._store.in_namespace, "", "Pod")
 
     # -- Events ------------------------------------------------------------------------------
 
@@ -237,6 +240,8 @@ class HealthModel:
             self._track_controller(key, new)
         elif (key.group, key.kind) == ("", "Pod"):
             self._track_pod(key, new)
+            # a StatefulSet's or DaemonSet's `since` is read off its Pods (workloads.workload_state)
+            self._dirty.update(k for k in timed_by(old, new) if self._store.raw(k) is not None)
         elif (key.group, key.kind) == ("apps", "ReplicaSet"):  # it may link Pods to a controller
             for workload_key in self._controllers_by_ns.get(namespace, ()):
                 self._rescan_pods(workload_key)
@@ -486,7 +491,7 @@ class HealthModel:
             self._health.set(key, None)
             self._revisions.set(key, None)
             return
-        ctx = Ctx(now, self._config, self._store.get)
+        ctx = Ctx(now, self._config, self._store.get, self._pods)
         down = self._claims.claim(key.group, key.kind).down if gitops else None
         findings = local_findings(obj, ctx, gitops=gitops, down=down)
         deadline = min(ctx.pending, default=None)

@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from watcher.model.context import Ctx
-from watcher.model.objects import after, describe, integer, text, time_at
+from watcher.model.objects import after, describe, integer, sentence, text, time_at
 from watcher.model.types import Finding, FindingType, Subject, rfc3339
 
 _CORE_KINDS = ("Pod", "Node", "Service", "PersistentVolumeClaim")
@@ -57,11 +57,11 @@ def retry_loop(event: Mapping[str, Any], ctx: Ctx) -> Finding | None:
         return None
     ctx.pending.append(history_at)
     reason = text(event, "reason")
-    message = (
+    message = sentence(
         f"{describe(subject)} keeps failing: Warning {reason} repeated {count} times from {rfc3339(first)} "
-        f"to {rfc3339(last)}: {text(event, 'message')}. "
-        "It is retrying without success; fix the cause in the message."
+        f"to {rfc3339(last)}: {text(event, 'message')}"
     )
+    message += " It is retrying without success; fix the cause in the message."
     evidence = {
         "event": event["metadata"]["name"],
         "reason": reason,

@@ -222,3 +222,11 @@ def condition_evidence(obj: Mapping[str, Any], *kinds: str) -> dict[str, Any]:
                 k: v for k, v in cond.items() if k in ("status", "reason", "message", "lastTransitionTime")
             }
     return out
+
+
+def sentence(text: str) -> str:
+    """`text` ending in exactly one full stop, for the message builders: what controllers write
+    often ends with its own ('ReplicaSet "web-7d9f" has timed out progressing.'), and a second one
+    appended after it reads as a typo in every alert."""
+    text = text.rstrip()
+    return text if text.endswith((".", "!", "?")) else f"{text}."

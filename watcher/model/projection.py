@@ -325,15 +325,16 @@ _WORKLOAD_STATUS: dict[str, Check] = {
     "updateRevision": _S,
 }
 
+_TERMINATED = _obj({"reason": _TOKEN, "exitCode": _I})
 _CONTAINER_STATE = _obj(
     {
         "waiting": _obj({"reason": _TOKEN, "message": _MESSAGE}),
         "running": _obj({}),
-        "terminated": _obj({"reason": _TOKEN}),
+        "terminated": _TERMINATED,
     }
 )
 """Which state a container is in (running is kept as a marker) and why; no times: none is read."""
-_LAST_STATE = _obj({"terminated": _obj({"reason": _TOKEN})}, keep_empty=False)
+_LAST_STATE = _obj({"terminated": _TERMINATED}, keep_empty=False)
 _CONTAINER_STATUSES = _list(
     _obj(
         {
@@ -358,6 +359,7 @@ _POD_STATUS: dict[str, Check] = {
     "observedGeneration": _int(strict=True),
     "phase": _TOKEN,
     "reason": _TOKEN,
+    "message": _MESSAGE,
     "startTime": _time,
     "conditions": _list(
         _CONDITION,

@@ -2,7 +2,7 @@
 
 Each rule is a small function `(obj, ctx) -> Finding | None`, dispatched by kind like
 kstatus' table: the GitOps rules on every Flux object (and every kind a configured
-controller reconciles), WorkloadUnhealthy on Pods and Deployments, RetryLoop on Events.
+controller reconciles), WorkloadUnhealthy on Pods and workloads, RetryLoop on Events.
 They produce *candidates*: correlation later decides which are roots and which symptoms.
 
 Messages say what is wrong and what to do, naming objects, and contain no durations
@@ -33,6 +33,7 @@ from watcher.model.objects import (
     newest_transition,
     parse_duration,
     parse_time,
+    sentence,
     spec_written_at,
     subject_of,
     text,
@@ -60,9 +61,8 @@ def stalled(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
     if cond is None or cond["status"] != "True":
         return None
     what = describe(subject_of(obj))
-    message = (
-        f"{what} is stalled: {cond.get('reason', '')}: {cond.get('message', '')}. "
-        "Its controller has stopped retrying; fix the cause, then trigger a reconcile "
+    message = sentence(f"{what} is stalled: {cond.get('reason', '')}: {cond.get('message', '')}") + (
+        " Its controller has stopped retrying; fix the cause, then trigger a reconcile "
         f"(change the spec or set the {REQUESTED_AT} annotation)."
     )
     return ctx.finding(
@@ -206,10 +206,10 @@ def dependency_blocked(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
     ctx.due(since, ctx.config.thresholds.dependency_blocked)
     what = describe(subject_of(obj))
     if waits_on == "dependsOn":
-        message = f"{what} is blocked waiting for its dependencies: {ready.get('message', '')}."
+        message = sentence(f"{what} is blocked waiting for its dependencies: {ready.get('message', '')}")
     else:
-        message = (
-            f"{what} is not Ready because objects it applied fail health checks: {ready.get('message', '')}."
+        message = sentence(
+            f"{what} is not Ready because objects it applied fail health checks: {ready.get('message', '')}"
         )
     evidence = {
         "waits_on": waits_on,
@@ -342,6 +342,8 @@ GITOPS_RULES: Sequence[Rule] = (
 RULES: Mapping[tuple[str, str], Rule] = {
     ("", "Pod"): workload_unhealthy,
     ("apps", "Deployment"): workload_unhealthy,
+    ("apps", "StatefulSet"): workload_unhealthy,
+    ("apps", "DaemonSet"): workload_unhealthy,
     ("", "Event"): retry_loop,
     ("events.k8s.io", "Event"): retry_loop,
 }

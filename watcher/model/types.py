@@ -133,6 +133,8 @@ class HealthReason(StrEnum):
     PROGRESS_DEADLINE_EXCEEDED = "ProgressDeadlineExceeded"
     UNAVAILABLE = "Unavailable"
     GENERATION_NOT_OBSERVED = "GenerationNotObserved"
+    FAILED = "Failed"
+    """A Pod in phase Failed that no workload replaces (never a controller's reason)."""
     AVAILABLE = "Available"
     RESTARTING = "Restarting"
 

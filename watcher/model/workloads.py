@@ -1,4 +1,5 @@
-"""Is a Pod or a Deployment/StatefulSet failing, why (from a fixed set) and since when.
+"""Is a Pod or a workload (Deployment, StatefulSet, DaemonSet) failing, why (from a fixed set)
+and since when.
 
 Kubelet reports a failing container as a *waiting* state with a reason but no time, so
 `since` is taken from the nearest timestamp that bounds the failure (documented per
@@ -8,8 +9,8 @@ long enough to be a finding is the caller's threshold.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -24,9 +25,12 @@ from watcher.model.objects import (
     group_of,
     integer,
     is_deleting,
+    key_of,
     labels_of,
+    sentence,
     spec_written_at,
     subject_of,
+    text,
     time_at,
     transition,
 )
@@ -44,6 +48,19 @@ _WAITING: Mapping[str, HealthReason] = {
 }
 """Kubelet waiting reasons that mean "this will not fix itself", folded into the fixed set."""
 
+BACK_OFF = frozenset({"CrashLoopBackOff", "ImagePullBackOff"})
+"""Waiting reasons kubelet only writes after failing again and again: reported even when the
+object carries no time to age them by."""
+
+REPLACED_BY: frozenset[tuple[str, str]] = frozenset(
+    {("apps", kind) for kind in ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet")} | {("batch", "Job")}
+)
+"""Owners that speak for their failed Pods: they replace them (their own availability says
+whether that works), or, for a Job, count them against its backoffLimit."""
+
+TIMED_BY_PODS = ("StatefulSet", "DaemonSet")
+"""Workloads whose controllers write no time: how long they lack replicas is read off their Pods."""
+
 
 @dataclass(frozen=True, slots=True)
 class WorkloadState:
@@ -57,11 +74,49 @@ class WorkloadState:
     image: str = ""
     message: str = ""
     restarts: int = 0
+    last_termination: str = ""
+    """Why the container last ended (state.terminated if it is ended now, else lastState.terminated)."""
+    exit_code: int | None = None
     since: datetime | None = None
+
+    @property
+    def restarted_after_exit(self) -> bool:
+        """It ran, exited and was started again: a crash, not a readiness probe."""
+        return self.restarts > 0 and bool(self.last_termination)
+
+
+def _container(
+    cs: Mapping[str, Any],
+    *,
+    ready: bool,
+    failing: HealthReason,
+    detail: str,
+    message: str,
+    since: datetime | None,
+) -> WorkloadState:
+    """A failing Pod's state, told by one of its containers (restarts and last exit included)."""
+    ended = dig(cs, "state", "terminated") or dig(cs, "lastState", "terminated") or {}
+    return WorkloadState(
+        ready=ready,
+        failing=failing,
+        detail=detail,
+        container=cs.get("name", ""),
+        image=cs.get("image", ""),
+        message=message,
+        restarts=cs.get("restartCount", 0),
+        last_termination=ended.get("reason", ""),
+        exit_code=ended.get("exitCode"),
+        since=since,
+    )
+
+
+def _statuses(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    status = pod.get("status", {})
+    return [*status.get("initContainerStatuses", ()), *status.get("containerStatuses", ())]
 
 
 def pod_state(pod: Mapping[str, Any]) -> WorkloadState:
-    """Classify a Pod.
+    """Classify a running or pending Pod (a finished one is neither ready nor failing here).
 
     since: a crash loop has no first-failure time and Ready flips on every restart, so
     it counts from the Pod's start (kubelet only says CrashLoopBackOff after a crash);
@@ -74,7 +129,7 @@ def pod_state(pod: Mapping[str, Any]) -> WorkloadState:
         return WorkloadState(ready=False)
     ready_cond = condition(pod, "Ready")
     ready = phase == "Running" and ready_cond is not None and ready_cond["status"] == "True"
-    statuses = [*status.get("initContainerStatuses", ()), *status.get("containerStatuses", ())]
+    statuses = _statuses(pod)
     for cs in statuses:
         waiting = dig(cs, "state", "waiting", "reason") or ""
         oom = dig(cs, "lastState", "terminated", "reason") == "OOMKilled"
@@ -89,16 +144,8 @@ def pod_state(pod: Mapping[str, Any]) -> WorkloadState:
             since = time_at(pod, "status", "startTime") or _created(pod)
         else:
             since = _not_ready_since(ready_cond) or _created(pod)
-        return WorkloadState(
-            ready=ready,
-            failing=reason,
-            detail=waiting,
-            container=cs["name"],
-            image=cs.get("image", ""),
-            message=dig(cs, "state", "waiting", "message") or "",
-            restarts=cs.get("restartCount", 0),
-            since=since,
-        )
+        message = dig(cs, "state", "waiting", "message") or ""
+        return _container(cs, ready=ready, failing=reason, detail=waiting, message=message, since=since)
     if ready:
         return WorkloadState(ready=True)
     scheduled = condition(pod, "PodScheduled")
@@ -110,16 +157,39 @@ def pod_state(pod: Mapping[str, Any]) -> WorkloadState:
             message=scheduled.get("message", ""),
             since=transition(scheduled) or _created(pod),
         )
-    first = statuses[0] if statuses else {}
-    return WorkloadState(
+    unready = next((cs for cs in statuses if not cs.get("ready", False)), statuses[0] if statuses else {})
+    return _container(
+        unready,
         ready=False,
         failing=HealthReason.NOT_READY,
         detail=phase or "Pending",
-        container=first.get("name", ""),
-        image=first.get("image", ""),
         message=(ready_cond or {}).get("message", ""),
         since=_not_ready_since(ready_cond) or _created(pod),
     )
+
+
+def failed_pod_state(pod: Mapping[str, Any]) -> WorkloadState:
+    """A Pod in phase Failed: it will never run again. Why: the Pod's reason (Evicted,
+    DeadlineExceeded, ...) or its container's exit; since Ready turned False (kubelet writes
+    that when the Pod ends), else unknown."""
+    statuses = _statuses(pod)
+    ended = [cs for cs in statuses if dig(cs, "state", "terminated", "exitCode") not in (None, 0)]
+    told_by = ended[0] if ended else statuses[0] if statuses else {}
+    state = _container(
+        told_by,
+        ready=False,
+        failing=HealthReason.FAILED,
+        detail="",
+        message=text(pod, "status", "message"),
+        since=_not_ready_since(condition(pod, "Ready")),
+    )
+    return replace(state, detail=text(pod, "status", "reason") or state.last_termination or "Failed")
+
+
+def replaced(pod: Mapping[str, Any]) -> bool:
+    """Is the Pod controlled by a workload that speaks for it (see REPLACED_BY)?"""
+    owner = owner_workload(pod, _no_lookup)
+    return owner is not None and (owner.group, owner.kind) in REPLACED_BY
 
 
 def _created(obj: Mapping[str, Any]) -> datetime | None:
@@ -156,24 +226,36 @@ def owner_workload(pod: Mapping[str, Any], lookup: Lookup) -> Key | None:
 
 
 def desired_replicas(workload: Mapping[str, Any]) -> int:
-    """spec.replicas, defaulting to 1 as the API server does."""
+    """spec.replicas, defaulting to 1 as the API server does; a DaemonSet wants one Pod per
+    node it selects (status.desiredNumberScheduled)."""
+    if workload["kind"] == "DaemonSet":
+        return integer(workload, "status", "desiredNumberScheduled") or 0
     replicas = integer(workload, "spec", "replicas")
     return 1 if replicas is None else replicas
 
 
+_AVAILABLE_FIELD = {"Deployment": "availableReplicas", "DaemonSet": "numberAvailable"}
+"""Where each kind counts the replicas that serve; a StatefulSet's readyReplicas (availableReplicas
+is newer and absent from older clusters' objects)."""
+
+
 def available_replicas(workload: Mapping[str, Any]) -> int:
-    field = "availableReplicas" if workload["kind"] == "Deployment" else "readyReplicas"
-    return integer(workload, "status", field) or 0
+    return integer(workload, "status", _AVAILABLE_FIELD.get(workload["kind"], "readyReplicas")) or 0
 
 
-def workload_state(workload: Mapping[str, Any]) -> WorkloadState:
-    """Classify a Deployment or StatefulSet.
+Pods = Callable[[], Iterable[Mapping[str, Any]]]
+
+
+def workload_state(workload: Mapping[str, Any], pods: Pods = tuple) -> WorkloadState:
+    """Classify a Deployment, StatefulSet or DaemonSet.
 
     since: ProgressDeadlineExceeded from the Progressing transition; a generation the
     workload controller has not observed from the last spec write; too few available
     replicas from Available turning False, else the last time the Deployment made
-    progress (Progressing.lastUpdateTime). StatefulSets keep no such times: their
-    `since` is None and only their Pods carry the timing.
+    progress (Progressing.lastUpdateTime). StatefulSets and DaemonSets keep no such
+    times: theirs is the earliest moment one of their `pods` (called only then) became
+    unready; with none unready (a Pod that could not even be created) it is None, and
+    the controller's FailedCreate Events tell instead (RetryLoop).
     """
     desired = desired_replicas(workload)
     available = available_replicas(workload)
@@ -201,21 +283,49 @@ def workload_state(workload: Mapping[str, Any]) -> WorkloadState:
     if available >= desired:
         return WorkloadState(ready=True)
     available_cond = condition(workload, "Available")
-    if workload["kind"] != "Deployment":
-        since = None
-    elif available_cond and available_cond["status"] == "False":
+    if available_cond and available_cond["status"] == "False":
         since = transition(available_cond)
+    elif workload["kind"] in TIMED_BY_PODS:
+        since = _unready_since(workload, pods())
     else:
         since = time_at(progressing or {}, "lastUpdateTime") or time_at(
             workload, "metadata", "creationTimestamp"
         )
+    counted = "ready" if workload["kind"] == "StatefulSet" else "available"
     return WorkloadState(
         ready=available > 0,
         failing=HealthReason.NO_AVAILABLE_REPLICAS if available == 0 else HealthReason.UNAVAILABLE,
-        detail=f"{available}/{desired} available",
+        detail=f"{available}/{desired} {counted}",
         message=(available_cond or {}).get("message", ""),
         since=since,
     )
+
+
+def _unready_since(workload: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> datetime | None:
+    """The earliest time one of the workload's own Pods (by controller ownerReference) turned unready."""
+    own = key_of(workload)
+    times = [
+        state.since
+        for pod in pods
+        if owner_workload(pod, _no_lookup) == own
+        and (state := pod_state(pod)).failing is not None
+        and state.since is not None
+    ]
+    return min(times, default=None)
+
+
+def _no_lookup(key: Key) -> None:
+    return None
+
+
+def timed_by(*pods: Mapping[str, Any] | None) -> set[Key]:
+    """The StatefulSets and DaemonSets whose `since` these Pods (versions of one Pod) bound."""
+    found = set()
+    for pod in pods:
+        owner = owner_workload(pod, _no_lookup) if pod is not None else None
+        if owner is not None and owner.group == "apps" and owner.kind in TIMED_BY_PODS:
+            found.add(owner)
+    return found
 
 
 # -- WorkloadUnhealthy ---------------------------------------------------------------------------
@@ -232,7 +342,11 @@ _ADVICE: Mapping[HealthReason, str] = {
     HealthReason.GENERATION_NOT_OBSERVED: "kube-controller-manager has not processed its spec.",
     HealthReason.UNAVAILABLE: "Check its Pods and Events for why replicas are not available.",
     HealthReason.NO_AVAILABLE_REPLICAS: "Check its Pods and Events for why no replica is available.",
+    HealthReason.FAILED: (
+        "Nothing restarts it: read its logs and Events (kubectl describe pod), then fix and re-create it."
+    ),
 }
+_RESTARTED_ADVICE = "It keeps exiting: read its logs (kubectl logs --previous) and fix or roll back."
 
 _PHRASES: Mapping[HealthReason, str] = {
     HealthReason.NO_AVAILABLE_REPLICAS: "has {detail} replicas",
@@ -242,40 +356,89 @@ _PHRASES: Mapping[HealthReason, str] = {
 }
 
 
+def exit_text(state: WorkloadState) -> str:
+    """`restarted 3 times, last exited with Error (exit code 1)`, or what of it is known."""
+    parts = [f"restarted {state.restarts} time{'s' if state.restarts != 1 else ''}" if state.restarts else ""]
+    if state.last_termination:
+        code = f" (exit code {state.exit_code})" if state.exit_code is not None else ""
+        parts.append(f"last exited with {state.last_termination}{code}")
+    return ", ".join(p for p in parts if p)
+
+
+def termination_evidence(state: WorkloadState) -> dict[str, Any]:
+    """The container's last exit, for evidence, when it has one."""
+    if not state.last_termination:
+        return {}
+    return {"last_termination": state.last_termination, "exit_code": state.exit_code}
+
+
 def describe_state(state: WorkloadState) -> str:
-    """`is in CrashLoopBackOff (container app, image x:1)` or `has 0/2 available replicas`."""
+    """`is in CrashLoopBackOff (container app, image x:1, restarted 6 times, last exited with
+    Error (exit code 1))`, `has failed: Evicted` or `has 0/2 available replicas`."""
     phrase = _PHRASES.get(state.failing) if state.failing is not None else None
     if phrase is not None:
         return phrase.format(detail=state.detail, message=state.message)
-    shown = state.detail if state.failing is HealthReason.NOT_READY else str(state.failing)
+    if state.failing is HealthReason.FAILED:
+        head = f"has failed: {state.detail}"
+    elif state.failing is HealthReason.NOT_READY and state.restarted_after_exit:
+        head = "is not ready: its container exits and is restarted"
+    elif state.failing is HealthReason.NOT_READY:
+        head = "is Running but not Ready" if state.detail == "Running" else f"is in {state.detail}"
+    else:
+        head = f"is in {state.failing}"
     parts = [
         f"container {state.container}" if state.container else "",
         f"image {state.image}" if state.image else "",
+        exit_text(state),
     ]
     listed = ", ".join(p for p in parts if p)
-    return f"is in {shown}" + (f" ({listed})" if listed else "")
+    return head + (f" ({listed})" if listed else "")
 
 
-def state_of(obj: Mapping[str, Any]) -> WorkloadState:
-    return pod_state(obj) if obj["kind"] == "Pod" else workload_state(obj)
+def advice(state: WorkloadState) -> str:
+    if state.failing is HealthReason.NOT_READY and state.restarted_after_exit:
+        return _RESTARTED_ADVICE
+    return _ADVICE.get(state.failing, "") if state.failing is not None else ""
+
+
+def state_of(obj: Mapping[str, Any], pods: Pods = tuple) -> WorkloadState:
+    """A Pod's or workload's state; a failed Pod counts only when no workload replaces it."""
+    if obj["kind"] != "Pod":
+        return workload_state(obj, pods)
+    if text(obj, "status", "phase") == "Failed" and not is_deleting(obj) and not replaced(obj):
+        return failed_pod_state(obj)
+    return pod_state(obj)
+
+
+def _lasted(state: WorkloadState, ctx: Ctx) -> bool:
+    """Has the failure lasted the threshold? A failed Pod is final at once; a back-off
+    (repeated failure already) with no time to age it counts as lasted too."""
+    if state.failing is HealthReason.FAILED:
+        return True
+    if state.since is None:
+        return state.detail in BACK_OFF
+    return ctx.due(state.since, ctx.config.thresholds.workload_unhealthy)
 
 
 def workload_unhealthy(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
-    """A failing Pod or Deployment, once it has failed for the threshold (correlation decides
+    """A failing Pod or workload, once it has failed for the threshold (correlation decides
     whether another finding explains it)."""
-    state = state_of(obj)
-    if state.failing is None or not ctx.due(state.since, ctx.config.thresholds.workload_unhealthy):
+    state = state_of(obj, lambda: ctx.pods(obj["metadata"].get("namespace", "")))
+    if state.failing is None or not _lasted(state, ctx):
         return None
-    message = f"{describe(subject_of(obj))} {describe_state(state)} since {rfc3339(state.since)}"
-    shown = state.message and state.failing is not HealthReason.GENERATION_NOT_OBSERVED
-    message += f": {state.message}. " if shown else ". "
-    message += _ADVICE.get(state.failing, "")
+    message = f"{describe(subject_of(obj))} {describe_state(state)}"
+    if state.since is not None:
+        message += f" since {rfc3339(state.since)}"
+    if state.message and state.failing is not HealthReason.GENERATION_NOT_OBSERVED:
+        message += f": {state.message}"
+    message = f"{sentence(message)} {advice(state)}".rstrip()
     evidence = {
         "reason": str(state.failing),
         "detail": state.detail,
         "container": state.container,
         "image": state.image,
         "restarts": state.restarts,
+        **termination_evidence(state),
         "message": state.message,
     }
     return ctx.finding(FindingType.WORKLOAD_UNHEALTHY, subject_of(obj), message, state.since, evidence)

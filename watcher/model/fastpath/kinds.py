@@ -44,6 +44,10 @@ class Waiting(Reason):
     message: Message = ""
 
 
+class Terminated(Reason):
+    exitCode: Int | UnsetType = UNSET
+
+
 class Running(Shape):
     """Kept as a marker: {} when running."""
 
@@ -51,11 +55,11 @@ class Running(Shape):
 class State(Shape):
     waiting: Waiting | UnsetType = UNSET
     running: Running | UnsetType = UNSET
-    terminated: Reason | UnsetType = UNSET
+    terminated: Terminated | UnsetType = UNSET
 
 
 class LastState(Shape):
-    terminated: Reason | UnsetType = UNSET
+    terminated: Terminated | UnsetType = UNSET
 
 
 class ContainerStatus(Shape):
@@ -88,6 +92,7 @@ class PodStatus(Shape):
     observedGeneration: Int | UnsetType = UNSET
     phase: Token = ""
     reason: Token = ""
+    message: Message = ""
     startTime: Time = ""
     conditions: list[Condition] | UnsetType = UNSET
     containerStatuses: ContainerStatuses | UnsetType = UNSET
