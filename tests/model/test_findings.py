@@ -142,7 +142,9 @@ CASES = [
     ),
     pytest.param([generation_lag(2 * MIN)], set(), id="fresh-spec-edit-is-not-yet-unobserved"),
     pytest.param(
-        [failing_at_new_generation()], set(), id="conditions-written-for-the-new-generation-were-seen"
+        [failing_at_new_generation()],
+        {f"ReconcileFailed/{KS}/apps"},
+        id="conditions-written-for-the-new-generation-were-seen-and-fail",
     ),
     # ReconcileRequestIgnored
     pytest.param([requested(ts(20 * MIN))], {f"ReconcileRequestIgnored/{KS}/apps"}, id="request-ignored"),
@@ -166,7 +168,7 @@ CASES = [
                 conditions=[cond("Ready", "False", "UpgradeFailed", "template error", ago=HOUR)],
             )
         ],
-        {"RevisionSkew/HelmRelease/apps/web"},
+        {"RevisionSkew/HelmRelease/apps/web", "ReconcileFailed/HelmRelease/apps/web"},
         id="helm-release-attempted-chart-not-in-history",
     ),
     pytest.param(
@@ -269,7 +271,7 @@ CASES = [
             helm_release("web", "apps", conditions=[cond("Ready", "False", "UpgradeFailed", "timed out")]),
             *crash_looping(20 * MIN, labels=RELEASE_LABELS),
         ],
-        {"WorkloadUnhealthy/Pod/apps/web-7d9f-abcde"},
+        {"ReconcileFailed/HelmRelease/apps/web", "WorkloadUnhealthy/Pod/apps/web-7d9f-abcde"},
         id="release-that-admits-failure-is-not-lying",
     ),
 ]
@@ -334,6 +336,7 @@ def test_findings_on_one_object_have_one_root() -> None:
     assert root.id == f"RevisionSkew/{KS}/apps"
     assert {f.type for f in evaluation.findings} == {
         FindingType.REVISION_SKEW,
+        FindingType.RECONCILE_FAILED,
         FindingType.STUCK_RECONCILING,
         FindingType.RETRY_LOOP,
     }

@@ -8,10 +8,12 @@ Runs over findings, not objects, so its cost follows the number of problems. Ste
   2. A failing workload whose HelmRelease/Kustomization says Ready=True yields
      ReleaseReadyWorkloadFailing on that release; Pod -> workload -> release links.
   3. Per subject, the most explanatory finding is primary; the others point at it.
-  4. DependencyBlocked follows dependsOn to the first dependency with a finding (which,
+  4. A ReconcileFailed object whose source (GitRepository, HelmChart, ...) has a finding
+     points at it: a source that cannot fetch fails everything built from it.
+  5. DependencyBlocked follows dependsOn to the first dependency with a finding (which,
      followed in turn, reaches the deepest cause); unexplained ones wait their threshold.
-  5. A controller that went down after its CRD was removed points at CRDRemoved.
-  6. Every finding gets root_cause = the end of its chain; each root lists, in
+  6. A controller that went down after its CRD was removed points at CRDRemoved.
+  7. Every finding gets root_cause = the end of its chain; each root lists, in
      `affected`, every subject it explains.
 
 During an incident most findings are StatusStale candidates alone on their subject, each
@@ -60,11 +62,16 @@ PRECEDENCE: Sequence[FindingType] = (
     FindingType.RELEASE_READY_WORKLOAD_FAILING,
     FindingType.RECONCILE_REQUEST_IGNORED,
     FindingType.GENERATION_NOT_OBSERVED,
+    FindingType.RECONCILE_FAILED,
     FindingType.STUCK_RECONCILING,
     FindingType.WORKLOAD_UNHEALTHY,
     FindingType.RETRY_LOOP,
 )
-"""Within one subject, the earlier type explains the later ones (a blocked object also lags)."""
+"""Within one subject, the earlier type explains the later ones (a blocked object also lags).
+
+ReconcileFailed comes after the findings that say more about the same Ready=False (the
+revision it could not apply, an unseen spec or request: the verdict predates it) and
+before a Reconciling=True left beside it, whose retries it explains."""
 
 _RANK = {kind: rank for rank, kind in enumerate(PRECEDENCE)}
 _SEVERITY_RANK = {Severity.CRITICAL: 0, Severity.WARNING: 1, Severity.INFO: 2}
@@ -187,6 +194,7 @@ def correlate(
         _admit(run, key, candidate, stale, own_pods, former)
     _releases(run, own_pods)
     run.owners.end_pass()
+    _sources(run)
     _dependencies(run)
     _crd_links(run)
     _skew_siblings(run)
@@ -338,6 +346,21 @@ def _release_finding(run: _Pass, release: Mapping[str, Any], installed: Key, fai
             run.config, FindingType.RELEASE_READY_WORKLOAD_FAILING, subject, message, failing.since, evidence
         )
     )
+
+
+def _sources(run: _Pass) -> None:
+    """An object whose primary finding is ReconcileFailed and whose source (spec.sourceRef,
+    chartRef, its HelmChart) has a finding is a symptom of that source: ten Kustomizations
+    failing on one GitRepository that cannot clone are one root, not eleven."""
+    for finding in [f for f in run.found.values() if f.type is FindingType.RECONCILE_FAILED]:
+        key = run.keys[finding.id]
+        obj = run.store.get(key)
+        source = source_key(obj) if obj is not None and run.primary(key) == finding.id else None
+        cause = run.primary(source) if source is not None and source != key else None
+        if cause is not None:
+            run.links[finding.id] = cause
+            blocker = run.found[cause]
+            finding.message += f" Its source {describe(blocker.subject)} has {blocker.type}: fix that first."
 
 
 def _waited_on(run: _Pass, obj: Mapping[str, Any], waits_on: str) -> list[Key]:

@@ -20,6 +20,7 @@ from watcher.model.controllers import ControllerState
 from watcher.model.events import retry_loop
 from watcher.model.flux import APPLIERS, REQUESTED_AT, dependencies
 from watcher.model.objects import (
+    Condition,
     annotations_of,
     condition,
     condition_evidence,
@@ -79,10 +80,9 @@ def stuck_reconciling(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
     if cond is None or cond["status"] != "True":
         return None
     thresholds = ctx.config.thresholds
-    interval = parse_duration(text(obj, "spec", "interval"))
-    limit = thresholds.stuck_reconciling_min
-    if interval is not None:
-        limit = max(limit, interval * thresholds.stuck_reconciling_interval_factor)
+    limit, by_interval = _interval_limit(
+        obj, thresholds.stuck_reconciling_min, thresholds.stuck_reconciling_interval_factor
+    )
     since = transition(cond)
     if not ctx.due(since, limit):
         return None
@@ -93,7 +93,7 @@ def stuck_reconciling(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
     )
     message += (
         f" ({thresholds.stuck_reconciling_interval_factor:g} x its {text(obj, 'spec', 'interval')} interval)."
-        if (interval is not None and limit > thresholds.stuck_reconciling_min)
+        if by_interval
         else "."
     )
     ready = condition(obj, "Ready")
@@ -185,6 +185,16 @@ WAITING_REASONS = {"DependencyNotReady": "dependsOn", "HealthCheckFailed": "inve
 """Ready=False reasons that mean "waiting on other objects", and where those objects are named."""
 
 
+def _waits_on(obj: Mapping[str, Any], ready: Condition) -> str | None:
+    """Where the objects a Ready=False waits on are named, when its reason is a wait and they are."""
+    waits_on = WAITING_REASONS.get(ready.get("reason", ""))
+    named = {
+        "dependsOn": dig(obj, "spec", "dependsOn"),
+        "inventory": dig(obj, "status", "inventory", "entries"),
+    }
+    return waits_on if waits_on is not None and named[waits_on] else None
+
+
 def dependency_blocked(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
     """Ready=False because of other objects: DependencyNotReady (spec.dependsOn), or
     HealthCheckFailed (the objects it applied, status.inventory, fail their health checks).
@@ -195,12 +205,8 @@ def dependency_blocked(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
     ready = condition(obj, "Ready")
     if ready is None or ready["status"] != "False":
         return None
-    waits_on = WAITING_REASONS.get(ready.get("reason", ""))
-    named = {
-        "dependsOn": dig(obj, "spec", "dependsOn"),
-        "inventory": dig(obj, "status", "inventory", "entries"),
-    }
-    if waits_on is None or not named[waits_on]:
+    waits_on = _waits_on(obj, ready)
+    if waits_on is None:
         return None
     since = transition(ready)
     ctx.due(since, ctx.config.thresholds.dependency_blocked)
@@ -217,6 +223,62 @@ def dependency_blocked(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
         **condition_evidence(obj, "Ready"),
     }
     return ctx.finding(FindingType.DEPENDENCY_BLOCKED, subject_of(obj), message, since, evidence)
+
+
+def _interval_limit(obj: Mapping[str, Any], floor: timedelta, factor: float) -> tuple[timedelta, bool]:
+    """max(floor, factor x spec.interval), and whether the interval set it."""
+    interval = parse_duration(text(obj, "spec", "interval"))
+    if interval is not None and interval * factor > floor:
+        return interval * factor, True
+    return floor, False
+
+
+def reconcile_failed(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
+    """Ready=False, or Ready=Unknown with nothing reconciling, for longer than retries take.
+
+    The failure every Flux tool shows (`flux get all --status-selector ready=false`): the
+    controller retries every interval and keeps writing the same verdict; Ready's
+    lastTransitionTime stays while it stays False. A wait on other objects (DependencyNotReady
+    on spec.dependsOn, HealthCheckFailed on the inventory) is DependencyBlocked instead, and
+    Stalled=True is Stalled: those say more. Ready=Unknown next to Reconciling=True is a
+    reconcile in progress (StuckReconciling's once it lasts).
+    """
+    ready = condition(obj, "Ready")
+    if ready is None or ready["status"] not in ("False", "Unknown") or is_true(obj, "Stalled"):
+        return None
+    if ready["status"] == "Unknown" and is_true(obj, "Reconciling"):
+        return None
+    if ready["status"] == "False" and _waits_on(obj, ready) is not None:
+        return None
+    thresholds = ctx.config.thresholds
+    limit, _ = _interval_limit(obj, thresholds.reconcile_failed, thresholds.reconcile_failed_interval_factor)
+    since = transition(ready)
+    if not ctx.due(since, limit):
+        return None
+    subject = subject_of(obj)
+    detail = ": ".join(p for p in (ready.get("reason", ""), ready.get("message", "").rstrip(". ")) if p)
+    message = f"{describe(subject)} has said Ready={ready['status']} since {rfc3339(since)}"
+    message += f" ({detail})" if detail else ""
+    if ready["status"] == "Unknown":
+        message += " with no reconcile in progress (no Reconciling=True)"
+    message += f". Fix the cause its controller reports; see it in full with {_advice(subject)}."
+    evidence = {
+        **condition_evidence(obj, "Ready", "Reconciling"),
+        "interval": text(obj, "spec", "interval"),
+        "threshold": _span(limit),
+    }
+    return ctx.finding(FindingType.RECONCILE_FAILED, subject, message, since, evidence)
+
+
+def _advice(subject: Subject) -> str:
+    """Where the controller's reason shows in full: `flux logs` for Flux kinds, `kubectl describe`."""
+    namespace = subject["namespace"]
+    described = f"`kubectl describe {subject['kind'].lower()} {subject['name']}"
+    described += f" -n {namespace}`" if namespace else "`"
+    if not group_of(subject["apiVersion"]).endswith(".toolkit.fluxcd.io"):
+        return f"{described} and its controller's logs"
+    scope = f" --namespace={namespace}" if namespace else ""
+    return f"`flux logs --kind={subject['kind']} --name={subject['name']}{scope}` and {described}"
 
 
 def revision_skew(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
@@ -336,6 +398,7 @@ GITOPS_RULES: Sequence[Rule] = (
     reconcile_request_ignored,
     generation_not_observed,
     stuck_reconciling,
+    reconcile_failed,
 )
 """Checked on every visible GitOps object that is not suspended (revision_skew on APPLIERS only)."""
 

@@ -57,6 +57,7 @@ class FindingType(StrEnum):
     DEPENDENCY_BLOCKED = "DependencyBlocked"
     RELEASE_READY_WORKLOAD_FAILING = "ReleaseReadyWorkloadFailing"
     STALLED = "Stalled"
+    RECONCILE_FAILED = "ReconcileFailed"
     RETRY_LOOP = "RetryLoop"
     WORKLOAD_UNHEALTHY = "WorkloadUnhealthy"
 
@@ -198,6 +199,10 @@ class Thresholds:
 
     stuck_reconciling_min: timedelta = timedelta(minutes=10)
     stuck_reconciling_interval_factor: float = 3.0
+    reconcile_failed: timedelta = timedelta(minutes=10)
+    """How long Ready=False (or Unknown, with nothing reconciling) may last; a retry can fix it."""
+    reconcile_failed_interval_factor: float = 2.0
+    """...or this many of the object's spec.interval, when that is longer: each interval is a retry."""
     generation_not_observed: timedelta = timedelta(minutes=5)
     reconcile_request_ignored: timedelta = timedelta(minutes=5)
     revision_skew: timedelta = timedelta(minutes=10)
