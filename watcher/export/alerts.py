@@ -119,6 +119,11 @@ FINDING_TEXTS: Mapping[FindingType, tuple[str, str]] = {
         "is stalled",
         "Its controller gave up retrying (Stalled=True): the spec or the source needs a fix.",
     ),
+    FindingType.RECONCILE_FAILED: (
+        "keeps failing to reconcile",
+        "It has said Ready=False (or Unknown, with nothing reconciling) for longer than its retries"
+        " take, while its controller runs: the reason is in its Ready condition.",
+    ),
     FindingType.RETRY_LOOP: (
         "is in a retry loop",
         "It keeps failing and retrying with the same error.",

@@ -150,6 +150,16 @@ def overview() -> dashboard.Dashboard:
         )
         .with_panel(
             table_panel(
+                "Failing to reconcile, longest first",
+                "sort_desc(time() - stalewatch_finding_since_timestamp_seconds"
+                f'{{type="ReconcileFailed",{SCOPE}}})',
+                description="Objects whose controller keeps reporting Ready=False (ReconcileFailed)."
+                " A source among them is usually the root of the others.",
+                rename={**OBJECT_COLUMNS, "Value": "Seconds failing"},
+            )
+        )
+        .with_panel(
+            table_panel(
                 "Time since last change",
                 f"sort(time() - stalewatch_object_last_transition_timestamp_seconds{{{SCOPE}}})",
                 description="Since each object's Ready condition last changed, most recent first.",
