@@ -40,6 +40,8 @@ THRESHOLDS = {
     "revision_skew": "500ms",
     "workload_unhealthy": "500ms",
     "controller_down": "0s",
+    "reconcile_failed": "500ms",
+    "reconcile_failed_interval_factor": 0.0001,
 }
 
 TOFU_IMAGE = "ghcr.io/flux-iac/tofu-controller:v0.16.0-rc.5"
@@ -327,6 +329,94 @@ def sibling_skew() -> Scenario:
     )
 
 
+CLONE_FAILED = (
+    "failed to checkout and determine revision: unable to clone 'ssh://git@github.com/acme/tenants': "
+    "ssh: handshake failed: ssh: unable to authenticate, attempted methods [none publickey], "
+    "no supported methods remain"
+)
+TENANTS = ("tenants-shared", "tenants-team-a", "tenants-team-b")
+
+
+def clone_setup(ns: str) -> list[dict[str, Any]]:
+    source = {"kind": "GitRepository", "name": "tenants"}
+    return [
+        *(
+            obj
+            for name in ("source-controller", "kustomize-controller")
+            for obj in (deployment(ns, name), pod(ns, name))
+        ),
+        flux(
+            "GitRepository",
+            ns,
+            "tenants",
+            spec={"url": "ssh://git@github.com/acme/tenants"},
+            status=ready(artifact={"revision": REV_A, "lastUpdateTime": "2026-01-01T00:00:00Z"}),
+        ),
+        *(
+            flux(
+                "Kustomization", ns, name, spec={"sourceRef": source}, status=ready(lastAppliedRevision=REV_A)
+            )
+            for name in TENANTS
+        ),
+    ]
+
+
+def gitrepository_clone_failing() -> Scenario:
+    """The deploy key is revoked and source-controller loses its storage (a rescheduled Pod with
+    an emptyDir): the GitRepository drops its artifact and cannot clone, so every Kustomization
+    built from it says ArtifactFailed."""
+    no_artifact = {
+        "lastAppliedRevision": REV_A,
+        "conditions": [
+            cond("Ready", "False", "ArtifactFailed", "Source artifact not found, retrying in 30s")
+        ],
+    }
+    return Scenario(
+        setup=clone_setup,
+        steps=[
+            Step(
+                "the GitRepository cannot clone and has no artifact; its Kustomizations cannot fetch one",
+                both(
+                    patch(
+                        "GitRepository",
+                        "tenants",
+                        {
+                            "artifact": None,
+                            "conditions": [
+                                cond(
+                                    "Reconciling",
+                                    "True",
+                                    "ProgressingWithRetry",
+                                    "processing object: new generation 0 -> 1",
+                                ),
+                                cond("Ready", "False", "GitOperationFailed", CLONE_FAILED),
+                                cond("FetchFailed", "True", "GitOperationFailed", CLONE_FAILED),
+                            ],
+                        },
+                    ),
+                    *(patch("Kustomization", name, no_artifact) for name in TENANTS),
+                ),
+                Expect(
+                    ("ReconcileFailed", "GitRepository", "tenants"),
+                    [("ReconcileFailed", "Kustomization", name) for name in TENANTS],
+                ),
+            ),
+            Step(
+                "a new deploy key is added: the clone succeeds and the Kustomizations apply it",
+                both(
+                    patch(
+                        "GitRepository",
+                        "tenants",
+                        ready(artifact={"revision": REV_B, "lastUpdateTime": "2026-01-02T00:00:00Z"}),
+                    ),
+                    *(patch("Kustomization", name, ready(lastAppliedRevision=REV_B)) for name in TENANTS),
+                ),
+                Cleared(["ReconcileFailed", "StuckReconciling"]),
+            ),
+        ],
+    )
+
+
 def release_setup(ns: str) -> list[dict[str, Any]]:
     owner = {"helm.toolkit.fluxcd.io/name": "podinfo", "helm.toolkit.fluxcd.io/namespace": ns}
     history = [
@@ -397,6 +487,7 @@ def release_ready_workload_failing() -> Scenario:
         pytest.param(stuck_reconciling, id="reconciling-left-true-on-a-live-controller"),
         pytest.param(sibling_skew, id="sibling-revision-skew"),
         pytest.param(release_ready_workload_failing, id="helmrelease-ready-while-its-pod-crash-loops"),
+        pytest.param(gitrepository_clone_failing, id="gitrepository-clone-failing-under-its-kustomizations"),
     ],
 )
 async def test_each_step_of_an_incident_is_served_within_2s_with_the_right_root_and_clears_after_the_fix(

@@ -82,6 +82,18 @@ def objects_in(directory: Path) -> int:
             id="sibling-skew-names-the-child-that-failed",
         ),
         pytest.param(
+            "gitrepository-clone-failing",
+            "ReconcileFailed/GitRepository/flux-system/tenants",
+            ("GitRepository", "flux-system", "tenants"),
+            {
+                ("Kustomization", "flux-system", name)
+                for name in ("tenants-shared", "tenants-team-a", "tenants-team-b")
+            },
+            "warning",
+            0,
+            id="failing-git-repository-is-the-root-of-its-kustomizations",
+        ),
+        pytest.param(
             "helmrelease-ready-workload-failing",
             "ReleaseReadyWorkloadFailing/HelmRelease/podinfo/podinfo",
             ("HelmRelease", "podinfo", "podinfo"),

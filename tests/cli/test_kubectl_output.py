@@ -104,6 +104,9 @@ def findings(capsys: pytest.CaptureFixture[str], path: Path) -> list[dict[str, A
             "json",
             id="helmrelease-ready-workload-failing-from-kubectl-json",
         ),
+        pytest.param(
+            "gitrepository-clone-failing", "json", id="gitrepository-clone-failing-from-kubectl-json"
+        ),
         pytest.param("healthy", "yaml", id="healthy-from-kubectl-yaml"),
     ],
 )
