@@ -227,6 +227,7 @@ def sibling_revision_skew(ns: str) -> Incident:
         root=Alert("StalewatchRevisionSkew", "Kustomization", "apps"),
         receiver="chat",
         summary="Kustomization {ns}/apps lags behind its source",
+        symptoms=[Alert("StalewatchReconcileFailed", "Kustomization", "apps")],
     )
 
 
