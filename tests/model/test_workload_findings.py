@@ -348,6 +348,17 @@ def test_evidence_carries_the_restart_count_and_the_last_exit(raw: Obj, evidence
     assert {k: finding.evidence.get(k) for k in evidence} == evidence
 
 
+def test_a_pod_not_ready_is_told_by_the_container_that_keeps_it_so_not_a_finished_init_container() -> None:
+    raw = pod("web-7d9f-abcde", NS, app="web", ready=False, not_ready_since=10 * MIN)
+    init = {"name": "migrate", "image": "ghcr.io/acme/migrate:3.1.0", "ready": False, "restartCount": 0}
+    init["state"] = {"terminated": {"exitCode": 0, "reason": "Completed"}}
+    raw["status"]["initContainerStatuses"] = [init]
+
+    [finding] = run(flux(), raw).findings
+
+    assert (finding.evidence["container"], finding.evidence.get("last_termination")) == ("manager", None)
+
+
 def test_a_failed_pod_says_why_and_when_it_ended() -> None:
     raw = finished("migrate", pod_reason="Evicted", pod_message="The node was low on resource: memory. ")
 

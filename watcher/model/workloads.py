@@ -157,7 +157,10 @@ def pod_state(pod: Mapping[str, Any]) -> WorkloadState:
             message=scheduled.get("message", ""),
             since=transition(scheduled) or _created(pod),
         )
-    unready = next((cs for cs in statuses if not cs.get("ready", False)), statuses[0] if statuses else {})
+    unready = next(
+        (cs for cs in statuses if not cs.get("ready", False) and not _completed(cs)),
+        statuses[0] if statuses else {},
+    )
     return _container(
         unready,
         ready=False,
@@ -173,7 +176,7 @@ def failed_pod_state(pod: Mapping[str, Any]) -> WorkloadState:
     DeadlineExceeded, ...) or its container's exit; since Ready turned False (kubelet writes
     that when the Pod ends), else unknown."""
     statuses = _statuses(pod)
-    ended = [cs for cs in statuses if dig(cs, "state", "terminated", "exitCode") not in (None, 0)]
+    ended = [cs for cs in statuses if dig(cs, "state", "terminated") and not _completed(cs)]
     told_by = ended[0] if ended else statuses[0] if statuses else {}
     state = _container(
         told_by,
@@ -190,6 +193,11 @@ def replaced(pod: Mapping[str, Any]) -> bool:
     """Is the Pod controlled by a workload that speaks for it (see REPLACED_BY)?"""
     owner = owner_workload(pod, _no_lookup)
     return owner is not None and (owner.group, owner.kind) in REPLACED_BY
+
+
+def _completed(cs: Mapping[str, Any]) -> bool:
+    """An (init) container that ran to a clean end: not what keeps the Pod from being ready."""
+    return bool(dig(cs, "state", "terminated", "exitCode") == 0)
 
 
 def _created(obj: Mapping[str, Any]) -> datetime | None:
