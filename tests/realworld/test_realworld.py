@@ -1,0 +1,313 @@
+"""States real controllers write, through `stalewatch analyze` itself: one named case per file.
+
+Each case in cases/ is a snapshot written for these tests from what Flux's controllers, kubelet and
+kube-controller-manager put in status (reasons, messages, condition sets); README.md names where
+each fact comes from. The shared cases/_flux-system.yaml adds the running Flux controllers, as a
+real `kubectl get` of the cluster would. Healthy cases must give no warning or critical finding;
+failing ones exactly the findings listed, each root where it belongs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from watcher.cli import main
+
+CASES = Path(__file__).parent / "cases"
+CONTROLLERS = CASES / "_flux-system.yaml"
+NOW = "2026-11-30T12:00:00Z"
+
+
+@dataclass(frozen=True)
+class Expect:
+    """The findings of a case by id: `roots` explain themselves, `symptoms` name their root."""
+
+    roots: frozenset[str] = frozenset()
+    symptoms: Mapping[str, str] = field(default_factory=dict)
+    exit_code: int = 0
+
+
+def roots(*ids: str, symptoms: Mapping[str, str] | None = None, exit_code: int = 0) -> Expect:
+    return Expect(frozenset(ids), symptoms or {}, exit_code)
+
+
+HEALTHY = roots()
+RF = "ReconcileFailed"
+STUCK = "StuckReconciling"
+WU = "WorkloadUnhealthy"
+
+
+def retried(kind: str, name: str) -> Expect:
+    """A source-controller-style failure: Ready=False beside Reconciling=True (ProgressingWithRetry),
+    held for hours: ReconcileFailed, which explains the Reconciling=True left beside it."""
+    return roots(f"{RF}/{kind}/{name}", symptoms={f"{STUCK}/{kind}/{name}": f"{RF}/{kind}/{name}"})
+
+
+CASE_TABLE = [
+    # Healthy, and states that are only in progress
+    pytest.param(
+        "gitrepository-and-kustomization-applied", HEALTHY, id="gitrepository-and-kustomization-applied"
+    ),
+    pytest.param("helmrelease-installed-from-helmrepository", HEALTHY, id="helmrelease-installed"),
+    pytest.param("helmrelease-upgrade-in-progress", HEALTHY, id="helmrelease-upgrade-in-progress"),
+    pytest.param("kustomization-reconcile-in-progress", HEALTHY, id="kustomization-reconcile-in-progress"),
+    pytest.param("ocirepository-artifact-stored", HEALTHY, id="ocirepository-artifact-stored"),
+    pytest.param("image-automation-scanning-and-updating", HEALTHY, id="image-automation-healthy"),
+    pytest.param("legacy-v1beta1-objects", HEALTHY, id="legacy-v1beta1-objects-and-revisions"),
+    pytest.param("suspended-kustomization-left-failing", HEALTHY, id="suspended-kustomization"),
+    pytest.param("receiver-initialized", HEALTHY, id="receiver-initialized"),
+    pytest.param("gitrepository-fetch-failing-for-a-minute", HEALTHY, id="fetch-failing-for-a-minute"),
+    pytest.param("statefulset-all-replicas-ready", HEALTHY, id="statefulset-all-replicas-ready"),
+    pytest.param("daemonset-on-every-node", HEALTHY, id="daemonset-on-every-node"),
+    pytest.param("job-completed", HEALTHY, id="job-and-its-pod-completed"),
+    pytest.param("pod-restarted-once-and-ready-again", HEALTHY, id="pod-restarted-once-ready-again"),
+    pytest.param("evicted-pod-replaced-by-its-deployment", HEALTHY, id="evicted-pod-replaced-by-deployment"),
+    # Flux objects that fail
+    pytest.param(
+        "gitrepository-clone-auth-failed-under-two-kustomizations",
+        roots(
+            f"{RF}/GitRepository/flux-system/fleet",
+            symptoms={
+                f"{STUCK}/GitRepository/flux-system/fleet": f"{RF}/GitRepository/flux-system/fleet",
+                f"{RF}/Kustomization/flux-system/infra": f"{RF}/GitRepository/flux-system/fleet",
+                f"{RF}/Kustomization/flux-system/apps": f"{RF}/GitRepository/flux-system/fleet",
+            },
+        ),
+        id="gitrepository-cannot-clone-under-two-kustomizations",
+    ),
+    pytest.param(
+        "gitrepository-auth-failed-keeps-serving-last-artifact",
+        retried("GitRepository", "default/podinfo"),
+        id="gitrepository-auth-failed-keeps-last-artifact",
+    ),
+    pytest.param(
+        "kustomization-source-not-found",
+        roots(f"{RF}/Kustomization/default/podinfo"),
+        id="kustomization-source-not-found",
+    ),
+    pytest.param(
+        "kustomization-build-failed-first-apply",
+        roots(f"{RF}/Kustomization/flux-system/monitoring"),
+        id="kustomization-build-failed",
+    ),
+    pytest.param(
+        "kustomization-build-failed-on-new-revision",
+        roots(
+            "RevisionSkew/Kustomization/flux-system/apps",
+            symptoms={f"{RF}/Kustomization/flux-system/apps": "RevisionSkew/Kustomization/flux-system/apps"},
+        ),
+        id="kustomization-build-failed-on-new-revision",
+    ),
+    pytest.param(
+        "kustomization-path-not-found",
+        roots(f"{RF}/Kustomization/flux-system/staging"),
+        id="kustomization-path-not-found",
+    ),
+    pytest.param(
+        "kustomization-apply-denied-by-admission-webhook",
+        roots(f"{RF}/Kustomization/flux-system/apps"),
+        id="kustomization-dry-run-denied",
+    ),
+    pytest.param(
+        "kustomization-health-check-failed-on-crash-looping-deployment",
+        roots(
+            f"{WU}/Deployment/apps/web",
+            symptoms={
+                f"{WU}/Pod/apps/web-7c5d9f8b6-h4k8m": f"{WU}/Deployment/apps/web",
+                "DependencyBlocked/Kustomization/flux-system/apps": f"{WU}/Deployment/apps/web",
+                "RevisionSkew/Kustomization/flux-system/apps": f"{WU}/Deployment/apps/web",
+            },
+        ),
+        id="kustomization-health-check-failed-on-crash-loop",
+    ),
+    pytest.param(
+        "kustomization-waits-on-failing-dependency",
+        roots(
+            f"{RF}/Kustomization/flux-system/infra",
+            symptoms={
+                "DependencyBlocked/Kustomization/flux-system/apps": f"{RF}/Kustomization/flux-system/infra"
+            },
+        ),
+        id="kustomization-waits-on-failing-dependency",
+    ),
+    pytest.param(
+        "helmrelease-upgrade-failed-and-rolled-back",
+        retried("HelmRelease", "default/podinfo"),
+        id="helmrelease-upgrade-failed-rolled-back",
+    ),
+    pytest.param(
+        "helmrelease-install-retries-exhausted",
+        roots("Stalled/HelmRelease/apps/web"),
+        id="helmrelease-install-retries-exhausted",
+    ),
+    pytest.param(
+        "helmrelease-chart-source-unavailable",
+        roots(
+            f"{RF}/HelmChart/default/default-podinfo",
+            symptoms={
+                f"{STUCK}/HelmChart/default/default-podinfo": f"{RF}/HelmChart/default/default-podinfo",
+                f"{RF}/HelmRelease/default/podinfo": f"{RF}/HelmChart/default/default-podinfo",
+            },
+        ),
+        id="helmrelease-on-unavailable-chart",
+    ),
+    pytest.param(
+        "helmrepository-index-not-found",
+        retried("HelmRepository", "default/podinfo"),
+        id="helmrepository-404",
+    ),
+    pytest.param(
+        "ocirepository-pull-denied",
+        retried("OCIRepository", "default/podinfo"),
+        id="ocirepository-pull-denied",
+    ),
+    pytest.param(
+        "bucket-operation-failed", retried("Bucket", "default/minio-bucket"), id="bucket-operation-failed"
+    ),
+    pytest.param(
+        "imagerepository-scan-unauthorized",
+        retried("ImageRepository", "default/podinfo"),
+        id="imagerepository-scan-unauthorized",
+    ),
+    pytest.param(
+        "imagepolicy-repository-missing",
+        retried("ImagePolicy", "flux-system/podinfo"),
+        id="imagepolicy-repository-missing",
+    ),
+    pytest.param(
+        "imageupdateautomation-update-path-missing",
+        roots(f"{RF}/ImageUpdateAutomation/default/podinfo-update"),
+        id="imageupdateautomation-failed",
+    ),
+    pytest.param(
+        "receiver-token-secret-missing",
+        retried("Receiver", "flux-system/github-receiver"),
+        id="receiver-token-secret-missing",
+    ),
+    pytest.param(
+        "source-controller-image-pull-backoff",
+        roots(
+            "ControllerDown/Deployment/flux-system/source-controller",
+            symptoms={
+                "StatusStale/GitRepository/flux-system/flux-system": (
+                    "ControllerDown/Deployment/flux-system/source-controller"
+                )
+            },
+            exit_code=1,
+        ),
+        id="source-controller-image-pull-backoff",
+    ),
+    # Pods and workloads that fail
+    pytest.param("bare-pod-failed-with-error", roots(f"{WU}/Pod/apps/debug-migrate"), id="bare-pod-failed"),
+    pytest.param("bare-pod-evicted", roots(f"{WU}/Pod/apps/scratch"), id="bare-pod-evicted"),
+    pytest.param(
+        "workflow-pod-failed",
+        roots(f"{WU}/Pod/batch/nightly-report-3872914012"),
+        id="pod-of-untracked-owner-failed",
+    ),
+    pytest.param(
+        "pod-crash-loop-in-a-trimmed-snapshot",
+        roots(f"{WU}/Pod/apps/api-5d8c7b9f6-t7r2n"),
+        id="crash-loop-without-timestamps",
+    ),
+    pytest.param(
+        "statefulset-pod-crash-looping",
+        roots(
+            f"{WU}/StatefulSet/data/postgres",
+            symptoms={f"{WU}/Pod/data/postgres-2": f"{WU}/StatefulSet/data/postgres"},
+        ),
+        id="statefulset-pod-crash-looping",
+    ),
+    pytest.param(
+        "daemonset-pod-image-pull-backoff",
+        roots(
+            f"{WU}/DaemonSet/monitoring/log-agent",
+            symptoms={f"{WU}/Pod/monitoring/log-agent-7hc3m": f"{WU}/DaemonSet/monitoring/log-agent"},
+        ),
+        id="daemonset-pod-image-pull-backoff",
+    ),
+    pytest.param(
+        "deployment-progress-deadline-exceeded",
+        roots(
+            f"{WU}/Deployment/shop/checkout",
+            symptoms={f"{WU}/Pod/shop/checkout-5d8c7b9f6-p9z3k": f"{WU}/Deployment/shop/checkout"},
+        ),
+        id="deployment-progress-deadline-exceeded",
+    ),
+    pytest.param(
+        "deployment-pod-oom-killed",
+        roots(
+            f"{WU}/Deployment/apps/search",
+            symptoms={f"{WU}/Pod/apps/search-8d9e0f1a2-w5x6y": f"{WU}/Deployment/apps/search"},
+        ),
+        id="deployment-pod-oom-killed",
+    ),
+    pytest.param(
+        "pod-missing-secret",
+        roots(
+            f"{WU}/Deployment/apps/billing",
+            symptoms={f"{WU}/Pod/apps/billing-6f7a8b9c0-m3n4p": f"{WU}/Deployment/apps/billing"},
+        ),
+        id="pod-missing-secret",
+    ),
+    pytest.param(
+        "pod-unschedulable",
+        roots(
+            f"{WU}/Deployment/apps/worker",
+            symptoms={f"{WU}/Pod/apps/worker-0a1b2c3d4-z8y7x": f"{WU}/Deployment/apps/worker"},
+        ),
+        id="pod-unschedulable",
+    ),
+]
+
+
+def analyze(capsys: pytest.CaptureFixture[str], case: str) -> tuple[int, list[dict[str, Any]]]:
+    """`stalewatch analyze --output json` on the controllers and the case, as a user runs it."""
+    code = main(["analyze", "--now", NOW, "--output", "json", str(CONTROLLERS), str(CASES / f"{case}.yaml")])
+    out = capsys.readouterr()
+    assert out.err == ""
+    findings: list[dict[str, Any]] = orjson.loads(out.out)["findings"]
+    return code, findings
+
+
+@pytest.mark.parametrize(("case", "expect"), CASE_TABLE)
+def test_real_world_state_gives_its_findings_and_roots(
+    capsys: pytest.CaptureFixture[str], case: str, expect: Expect
+) -> None:
+    code, findings = analyze(capsys, case)
+
+    assert {f["id"] for f in findings} == expect.roots | expect.symptoms.keys()
+    assert {f["id"] for f in findings if f["root_cause"] is None} == expect.roots
+    assert {f["id"]: f["root_cause"] for f in findings if f["root_cause"]} == dict(expect.symptoms)
+    assert code == expect.exit_code
+
+
+@pytest.mark.parametrize(("case", "expect"), [p for p in CASE_TABLE if p.values[1] == HEALTHY])
+def test_a_healthy_state_raises_no_warning_or_critical(
+    capsys: pytest.CaptureFixture[str], case: str, expect: Expect
+) -> None:
+    code, findings = analyze(capsys, case)
+
+    assert [f["id"] for f in findings if f["severity"] in ("warning", "critical")] == []
+    assert code == 0
+
+
+@pytest.mark.parametrize(("case", "expect"), CASE_TABLE)
+def test_messages_quoting_controllers_never_double_a_full_stop(
+    capsys: pytest.CaptureFixture[str], case: str, expect: Expect
+) -> None:
+    _, findings = analyze(capsys, case)
+
+    assert [f["message"] for f in findings if ".." in f["message"].replace("...", "")] == []
+
+
+def test_every_case_file_is_in_the_table() -> None:
+    listed = {p.values[0] for p in CASE_TABLE}
+
+    assert {p.stem for p in CASES.glob("[!_]*.yaml")} == listed
