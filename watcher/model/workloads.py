@@ -327,7 +327,11 @@ def _no_lookup(key: Key) -> None:
 
 
 def timed_by(*pods: Mapping[str, Any] | None) -> set[Key]:
-    """The StatefulSets and DaemonSets whose `since` these Pods (versions of one Pod) bound."""
+    """The StatefulSets and DaemonSets whose `since` these Pods (versions of one Pod) bound.
+
+    The engine re-judges them when the Pod changes. A Pod that arrives packed (healthy, see
+    fastpath) skips that, which is safe: only a failing Pod with a time bounds a `since`, and
+    such a Pod has a finding or a deadline of its own, so its next version is never packed."""
     found = set()
     for pod in pods:
         owner = owner_workload(pod, _no_lookup) if pod is not None else None
