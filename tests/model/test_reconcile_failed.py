@@ -340,6 +340,10 @@ def test_kustomizations_fold_under_the_source_controller_when_it_is_down() -> No
     [root] = evaluation.roots
     assert root.id == "ControllerDown/Deployment/flux-system/source-controller"
     assert {s["name"] for s in root.affected} == {"fleet", "apps"}
+    assert by_id(evaluation)[f"ReconcileFailed/{KS}/apps"].message.endswith(
+        "Its source GitRepository flux-system/fleet has StatusStale: fix that first."
+        " Root cause: ControllerDown of Deployment flux-system/source-controller."
+    )
 
 
 def test_a_failing_applier_on_a_healthy_source_is_its_own_root() -> None:

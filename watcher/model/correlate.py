@@ -74,6 +74,8 @@ revision it could not apply, an unseen spec or request: the verdict predates it)
 before a Reconciling=True left beside it, whose retries it explains."""
 
 _RANK = {kind: rank for rank, kind in enumerate(PRECEDENCE)}
+_CHAINED = (FindingType.DEPENDENCY_BLOCKED, FindingType.RECONCILE_FAILED)
+"""Types linked to another object's finding, whose message names the end of the chain too."""
 _SEVERITY_RANK = {Severity.CRITICAL: 0, Severity.WARNING: 1, Severity.INFO: 2}
 
 
@@ -494,7 +496,7 @@ def _finish(run: _Pass) -> Correlation:
             members[root].append(fid)
     for fid, root in roots.items():
         finding = run.found[fid]
-        if finding.type is FindingType.DEPENDENCY_BLOCKED and root not in (fid, run.links.get(fid)):
+        if finding.type in _CHAINED and root != run.links.get(fid) and run.keys[root] != run.keys[fid]:
             cause = run.found[root]
             finding.message += f" Root cause: {cause.type} of {describe(cause.subject)}."
     satellites: dict[str, list[tuple[Key, Finding]]] = defaultdict(list)
