@@ -263,6 +263,27 @@ EDGES = [
     pytest.param(_ks(status__conditions=["Ready"]), False, id="condition-not-an-object-is-malformed"),
     pytest.param(_ks(metadata__annotations=_annotations(65)), False, id="too-many-kept-annotations"),
     pytest.param(_pod(status__conditions=[cond("Ready")] * 65), False, id="too-many-pod-conditions"),
+    # Out of range: the slow path drops the value and says so under "rejected".
+    pytest.param(
+        _ks(status__conditions__0__lastTransitionTime="9999-12-31T23:59:59-01:00"),
+        False,
+        id="far-future-offset-time-is-rejected",
+    ),
+    pytest.param(
+        _pod(metadata__creationTimestamp="0001-01-01T00:00:00+01:00"), False, id="year-one-offset-time"
+    ),
+    pytest.param(_ks(status__conditions__0__observedGeneration=1e41), False, id="float-where-an-int-is"),
+    pytest.param(_ks(metadata__generation=2**63), False, id="generation-beyond-int64-is-malformed"),
+    pytest.param(
+        _set(lease("kc-leader", holder="kc-1_abc", renewed=MIN), "spec.leaseDurationSeconds", 9 * 10**15),
+        False,
+        id="lease-duration-beyond-a-century",
+    ),
+    pytest.param(
+        _set(deployment("web", "apps"), "spec.progressDeadlineSeconds", 2**31 - 1),
+        True,
+        id="progress-deadline-of-max-int32-is-kept",
+    ),
 ]
 
 

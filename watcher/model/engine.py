@@ -17,6 +17,9 @@ Incremental design (an event must not cost O(cluster)):
   * during an incident most candidates are StatusStale alone on their subject (satellites,
     see correlate.py): a change to one only replaces its output in a merge of two sorted
     lists, unless the last correlation pass asked about its subject (promoted it).
+
+Each object is judged inside one guard (taking it in, its rules, its controller verdict): one
+that makes a rule raise is set aside and reported (quarantine.py), never the whole evaluation.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ from watcher.model.objects import (
 )
 from watcher.model.orphans import RecentlyDeleted
 from watcher.model.owners import OwnerCache
+from watcher.model.quarantine import dropped_fields, rule_failed
 from watcher.model.rules import crd_removed, local_findings
 from watcher.model.table import SortedTable
 from watcher.model.types import (
@@ -68,6 +72,7 @@ from watcher.model.types import (
     FindingType,
     ModelConfig,
     ObjectHealth,
+    Rejection,
     RevisionInfo,
 )
 from watcher.model.workloads import timed_by
@@ -141,6 +146,10 @@ class HealthModel:
         self._reads: Recorder | None = None
         self._owners = OwnerCache()
         self._pods = functools.partial(self._store.in_namespace, "", "Pod")
+        self._rejections: dict[tuple[Key, str], list[Rejection]] = {}
+        """Per object and step ("u" taking it in, "o" its rules, "c" its controller verdict)."""
+        self._rejected: list[Rejection] | None = []
+        """The rejections in object order, None when they changed since."""
 
     # -- Events ------------------------------------------------------------------------------
 
@@ -151,8 +160,29 @@ class HealthModel:
                 return
             obj = obj.unpacked()
         key = key_of(obj)
-        old, edges = self._store.put(obj)
-        self._touch(key, old, obj, edges, now=now)
+        try:
+            old, edges = self._store.put(obj)
+            self._touch(key, old, obj, edges, now=now)
+        except Exception as error:  # the bookkeeping of one object must not stop the others'
+            self._reject(key, "u", [rule_failed(subject_of(obj), error, what="taking it in")])
+            self._dirty.add(key)
+            return
+        if self._rejections:
+            self._reject(key, "u", [])
+
+    def _reject(self, key: Key, step: str, rejections: list[Rejection]) -> None:
+        """Record what `step` set aside of this object (nothing: forget what it did before)."""
+        if rejections:
+            if self._rejections.get((key, step)) != rejections:
+                self._rejections[key, step] = rejections
+                self._rejected = None
+        elif self._rejections.pop((key, step), None) is not None:
+            self._rejected = None
+
+    def _rejected_now(self) -> list[Rejection]:
+        if self._rejected is None:
+            self._rejected = [r for _, found in sorted(self._rejections.items()) for r in found]
+        return self._rejected
 
     def _put_packed(self, packed: Packed) -> bool:
         """Keep what the decoder packed (see fastpath) without judging it: a healthy Pod has no
@@ -405,6 +435,7 @@ class HealthModel:
             objects=self._health.values(),
             controllers=[s.health for s in self._visible_states()],
             revisions=self._revisions.values(),
+            rejected=self._rejected_now(),
         )
         self._changed = False
         return self._last
@@ -445,25 +476,22 @@ class HealthModel:
         for key in dirty:
             spec = self._controllers.get(key)
             workload = self._store.get(key)
-            if spec is None or workload is None:
+            state = None
+            if spec is not None and workload is not None:
+                try:
+                    state = self._controller_state(key, spec, workload, now)
+                except Exception as error:  # no verdict on this controller; the others stand
+                    failed = rule_failed(subject_of(workload), error, what="its controller verdict")
+                    self._reject(key, "c", [failed])
+                else:
+                    self._reject(key, "c", [])
+            else:
+                self._reject(key, "c", [])
+            if state is None:
                 if self._states.pop(key, None) is not None:
                     self._recheck = True
                 self._schedule("c", key, None)
                 continue
-            pods = [
-                p for p in (self._store.get(k) for k in sorted(self._controller_pods[key])) if p is not None
-            ]
-            namespace = spec.lease_namespace or key.namespace
-            # in name order: which Lease find_lease() takes must not depend on set order
-            leases = sorted(self._store.in_namespace(*_LEASE, namespace), key=key_of)
-            state = controller_state(
-                spec,
-                workload,
-                pods,
-                find_lease(spec, workload, leases),
-                now=now,
-                thresholds=self._config.thresholds,
-            )
             if _significant(self._states.get(key), state):
                 self._recheck = True
             self._states[key] = state
@@ -476,6 +504,16 @@ class HealthModel:
             if _verdict(before) != _verdict(after):
                 self._dirty.update(self._store.raw_of_kind(group, kind))
         self._claims = claims
+
+    def _controller_state(
+        self, key: Key, spec: ControllerSpec, workload: Mapping[str, Any], now: datetime
+    ) -> ControllerState:
+        pods = [p for p in (self._store.get(k) for k in sorted(self._controller_pods[key])) if p is not None]
+        namespace = spec.lease_namespace or key.namespace
+        # in name order: which Lease find_lease() takes must not depend on set order
+        leases = sorted(self._store.in_namespace(*_LEASE, namespace), key=key_of)
+        lease = find_lease(spec, workload, leases)
+        return controller_state(spec, workload, pods, lease, now=now, thresholds=self._config.thresholds)
 
     def _refresh_object(self, key: Key, now: datetime) -> None:
         obj = self._store.get(key)
@@ -490,10 +528,20 @@ class HealthModel:
             self._schedule("o", key, None)
             self._health.set(key, None)
             self._revisions.set(key, None)
+            self._reject(key, "o", [])
             return
         ctx = Ctx(now, self._config, self._store.get, self._pods)
         down = self._claims.claim(key.group, key.kind).down if gitops else None
-        findings = local_findings(obj, ctx, gitops=gitops, down=down)
+        rejected = dropped_fields(obj)
+        try:
+            findings = local_findings(obj, ctx, gitops=gitops, down=down)
+            health = self._object_health(obj, key) if gitops else None
+            revision = _revision_info(obj, ctx) if gitops else None
+        except Exception as error:  # set this object aside, judge the rest
+            findings, health, revision = [], None, None
+            ctx.pending.clear()
+            rejected.append(rule_failed(subject_of(obj), error, what="a rule"))
+        self._reject(key, "o", rejected)
         deadline = min(ctx.pending, default=None)
         previous = self._local.get(key)
         if findings != (previous.findings if previous is not None else []):
@@ -504,8 +552,8 @@ class HealthModel:
             self._local.pop(key, None)
         self._schedule("o", key, deadline)
         if gitops:
-            self._health.set(key, self._object_health(obj, key))
-            self._revisions.set(key, _revision_info(obj, ctx))
+            self._health.set(key, health)
+            self._revisions.set(key, revision)
 
     def _candidate_changed(self, key: Key, findings: list[Finding]) -> None:
         """File the key's new candidates as a satellite or for correlation; a satellite that

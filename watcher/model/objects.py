@@ -123,16 +123,20 @@ def is_true(obj: Mapping[str, Any], kind: str) -> bool:
 
 
 def parse_time(value: object) -> datetime | None:
-    """RFC3339 (with or without fraction, `Z` or offset) to an aware UTC datetime; else None."""
+    """RFC3339 (with or without fraction, `Z` or offset) to an aware UTC datetime; else None.
+
+    None, too, for a time that is no moment in UTC (9999-12-31T23:59:59-01:00): project()
+    rejects those in the fields it keeps, and an annotation (requestedAt) is read as no time.
+    """
     if not isinstance(value, str) or not value:
         return None
     try:
         moment = datetime.fromisoformat(value)
-    except ValueError:
+        if moment.tzinfo is None:
+            return moment.replace(tzinfo=UTC)
+        return moment.astimezone(UTC)
+    except (ValueError, OverflowError):
         return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC)
 
 
 NEVER = datetime.max.replace(tzinfo=UTC)
@@ -179,7 +183,7 @@ def spec_written_at(obj: Mapping[str, Any]) -> datetime | None:
 
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-_MAX_DURATION_SECONDS = 100 * 365 * 86400.0
+MAX_DURATION_SECONDS = 100 * 365 * 86400.0
 """Anything longer is not an interval anyone meant (and would overflow date arithmetic)."""
 _UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
@@ -195,7 +199,7 @@ def parse_duration(value: object) -> timedelta | None:
     if not parts or "".join(n + u for n, u in parts) != body or value.startswith("-"):
         return None
     seconds = sum(float(number) * _UNIT_SECONDS[unit] for number, unit in parts)
-    return timedelta(seconds=seconds) if seconds <= _MAX_DURATION_SECONDS else None
+    return timedelta(seconds=seconds) if seconds <= MAX_DURATION_SECONDS else None
 
 
 def labels_of(obj: Mapping[str, Any]) -> Mapping[str, str]:

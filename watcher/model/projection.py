@@ -15,20 +15,37 @@ says what happens when the value is wrong:
     sane size) raise MalformedObject: the object cannot be judged correctly without them;
   * every other field is lenient: a wrong-typed value or a bad list entry (a condition
     without type/status, a label whose value is not a string, an unparseable timestamp)
-    is dropped and the rest of the object is kept.
+    is dropped and the rest of the object is kept;
+  * a value of the right type but out of range (a timestamp outside years 1-9999 once in
+    UTC, an integer past int64 or a number where a count belongs, a number of seconds past
+    a century) is REJECTED: in a strict field that is MalformedObject; in a lenient one the
+    field is dropped, the rest kept, and the projection says so under `rejected` (a list of
+    {field, reason, value}; a types.RejectReason each), which the model reports. Nothing
+    downstream ever meets such a value, so no rule has to guard its arithmetic.
 Unknown fields are ignored. Long messages are truncated to MESSAGE_LIMIT characters.
 events.k8s.io/v1 Events are projected under their core/v1 field names.
 """
 
 from __future__ import annotations
 
+import math
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, NoReturn
 
+from watcher.model.objects import MAX_DURATION_SECONDS
+from watcher.model.types import RejectReason
+
 MESSAGE_LIMIT = 1024
 """Condition and Event messages beyond this are cut (Flux messages can be tens of KiB)."""
+VALUE_LIMIT = 120
+"""A rejected value is quoted up to this many characters."""
+MAX_REJECTED = 256
+"""More out-of-range values than this in one object section is malformed."""
+REJECTED = "rejected"
+"""The projection's key for its rejected fields (no Kubernetes object has one at top level)."""
+INT64 = 2**63
 
 
 class MalformedObject(ValueError):
@@ -39,17 +56,33 @@ class _Drop(Exception):
     """A lenient field was wrong: leave it out and keep the object."""
 
 
-class _Malformed(Exception):
-    """A strict field was wrong; each enclosing level adds its step to `path` on the way out."""
+class _Located(Exception):
+    """Raised from a field; each enclosing level adds its step to `path` on the way out."""
 
     def __init__(self, problem: str) -> None:
         super().__init__(problem)
         self.problem = problem
         self.path: list[str] = []
 
+    def steps(self) -> list[str]:
+        return self.path[::-1]
+
     def where(self) -> str:
-        steps = reversed(self.path)
-        return "".join(step if step.startswith("[") else f".{step}" for step in steps).lstrip(".")
+        return "".join(step if step.startswith("[") else f".{step}" for step in self.steps()).lstrip(".")
+
+
+class _Malformed(_Located):
+    """A strict field was wrong."""
+
+
+class _OutOfRange(_Located):
+    """A lenient field had the right type but a value out of range: drop it and say so."""
+
+    def __init__(self, reason: RejectReason, value: Any) -> None:
+        super().__init__(str(reason))
+        self.reason = reason
+        text = value.isoformat() if isinstance(value, datetime) else value
+        self.value = (text if isinstance(text, str) else repr(text))[:VALUE_LIMIT]
 
 
 Check = Callable[[Any], Any]
@@ -77,13 +110,28 @@ def _str(limit: int | None = None, *, strict: bool = False, intern: bool = False
     return check
 
 
-def _int(strict: bool = False) -> Check:
+def _int(
+    strict: bool = False, *, limit: int = INT64, reason: RejectReason = RejectReason.INTEGER_OUT_OF_RANGE
+) -> Check:
+    """An integer in [-limit, limit) (int64 by default, as the API server stores them)."""
+
     def check(value: Any) -> Any:
         if type(value) is not int:  # bool is an int subclass, and not a count
+            if type(value) is float and not strict:
+                big = not math.isfinite(value) or abs(value) >= limit
+                raise _OutOfRange(reason if big else RejectReason.NOT_AN_INTEGER, value)
             _reject(strict, "is not an integer")
+        if not -limit <= value < limit:
+            if strict:
+                raise _Malformed(f"is out of range ({_cut(value)})")
+            raise _OutOfRange(reason, value)
         return value
 
     return check
+
+
+def _cut(value: Any) -> str:
+    return repr(value)[:VALUE_LIMIT]
 
 
 def _bool(value: Any) -> Any:
@@ -93,17 +141,34 @@ def _bool(value: Any) -> Any:
 
 
 def _time(value: Any) -> Any:
-    """RFC3339 strings are kept as written; YAML-parsed datetimes are spelled back out."""
+    """RFC3339 strings are kept as written; YAML-parsed datetimes are spelled back out. A time
+    that is no moment in UTC (9999-12-31T23:59:59-01:00) is out of range."""
     if isinstance(value, datetime):
         moment = value if value.tzinfo else value.replace(tzinfo=UTC)
-        return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+        try:
+            return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+        except OverflowError:
+            raise _OutOfRange(RejectReason.TIME_OUT_OF_RANGE, value) from None
     if not isinstance(value, str):
         raise _Drop
     try:
-        datetime.fromisoformat(value)
+        moment = datetime.fromisoformat(value)
     except ValueError:
         raise _Drop from None
+    if not in_utc_range(moment):
+        raise _OutOfRange(RejectReason.TIME_OUT_OF_RANGE, value)
     return value
+
+
+def in_utc_range(moment: datetime) -> bool:
+    """Whether this moment exists in UTC (only one in year 1 or 9999 with an offset may not)."""
+    if moment.year not in (1, 9999) or moment.tzinfo is None:
+        return True
+    try:
+        moment.astimezone(UTC)
+    except OverflowError:
+        return False
+    return True
 
 
 def _labels(
@@ -149,7 +214,7 @@ def _obj(
                 out[name] = field(item)
             except _Drop:
                 continue
-            except _Malformed as error:
+            except _Located as error:
                 error.path.append(name)
                 raise
         for name in required:
@@ -175,19 +240,24 @@ def _list(
     def check(value: Any) -> Any:
         if not isinstance(value, list):
             _reject(strict, "is not a list")
+        # (index as written, entry): a bad entry's path must name it in the object itself
+        entries: Sequence[Any]
         if only is not None:
-            value = [entry for entry in value if only(entry)]
-        if len(value) > limit:
+            entries = [(index, entry) for index, entry in enumerate(value) if only(entry)]
+            count = len(entries)
+        else:
+            entries, count = value, len(value)
+        if count > limit:
             if not truncate:
-                raise _Malformed(f"has {len(value)} entries (more than {limit})")
-            value = value[:limit]
+                raise _Malformed(f"has {count} entries (more than {limit})")
+            entries = entries[:limit]
         out = []
-        for index, entry in enumerate(value):
+        for index, entry in entries if only is not None else enumerate(entries):
             try:
                 out.append(item(entry))
             except _Drop:
                 continue
-            except _Malformed as error:
+            except _Located as error:
                 error.path.append(f"[{index}]")
                 raise
         return out
@@ -200,6 +270,8 @@ _NAME = _str(253)
 _TOKEN = _str(316, intern=True)
 _MESSAGE = _str(MESSAGE_LIMIT)
 _I = _int()
+_SECONDS = _int(limit=int(MAX_DURATION_SECONDS), reason=RejectReason.DURATION_OUT_OF_RANGE)
+"""A number of seconds that becomes a timedelta (a Lease's duration, a progress deadline)."""
 _REF = _obj({"apiVersion": _TOKEN, "kind": _TOKEN, "name": _NAME, "namespace": _NAME})
 
 KEPT_ANNOTATIONS = (
@@ -297,7 +369,7 @@ _GITOPS_STATUS: dict[str, Check] = {
 _WORKLOAD_SPEC: dict[str, Check] = {
     "replicas": _I,
     "selector": _SELECTOR,
-    "progressDeadlineSeconds": _I,
+    "progressDeadlineSeconds": _SECONDS,
     "updateStrategy": _obj({"type": _TOKEN, "rollingUpdate": _obj({"partition": _I})}),
     "template": _obj({"spec": _obj({"containers": _CONTAINERS, "initContainers": _CONTAINERS})}),
 }
@@ -375,7 +447,7 @@ _POD_STATUS: dict[str, Check] = {
 
 _LEASE_SPEC: dict[str, Check] = {
     "holderIdentity": _S,
-    "leaseDurationSeconds": _I,
+    "leaseDurationSeconds": _SECONDS,
     "renewTime": _time,
     "acquireTime": _time,
     "leaseTransitions": _I,
@@ -487,30 +559,57 @@ def _project(
     meta_check, spec_check, status_check = _CHECKS.get((group, kind), _CUSTOM)
     if event:
         meta_check = _METADATA_WITHOUT_HISTORY
-    try:
-        meta = meta_check(metadata)
-    except _Malformed as error:
-        error.path.append("metadata")
-        raise
+    rejected: list[dict[str, str]] = []
+    meta = _section(meta_check, metadata, "metadata", rejected)
     out: dict[str, Any] = {"apiVersion": sys.intern(api_version), "kind": sys.intern(kind), "metadata": meta}
     if event:
-        out.update(_section(_EVENT, {EVENTS_V1_RENAMES.get(k, k): v for k, v in obj.items()}, None))
-        return out
-    for name, check in (("spec", spec_check), ("status", status_check)):
-        section = _section(check, obj.get(name), name)
-        if section:
-            out[name] = section
+        out.update(_section(_EVENT, {EVENTS_V1_RENAMES.get(k, k): v for k, v in obj.items()}, "", rejected))
+    else:
+        for name, check in (("spec", spec_check), ("status", status_check)):
+            section = _section(check, obj.get(name), name, rejected)
+            if section:
+                out[name] = section
+    if rejected:
+        out[REJECTED] = rejected
     return out
 
 
-def _section(check: Check, value: Any, name: str | None) -> dict[str, Any]:
-    """A top-level section: absent or not an object means empty (strictness is per field)."""
+def _section(check: Check, value: Any, name: str, rejected: list[dict[str, str]]) -> dict[str, Any]:
+    """A top-level section: absent or not an object means empty (strictness is per field).
+
+    A value out of range is taken out of (a copy of) the section, which is checked again
+    without it: rare, so the usual object pays nothing for it."""
     if type(value) is not dict and not isinstance(value, Mapping):
         return {}
-    try:
-        section: dict[str, Any] = check(value)
-    except _Malformed as error:
-        if name is not None:
-            error.path.append(name)
-        raise
-    return section
+    for _ in range(MAX_REJECTED):
+        try:
+            section: dict[str, Any] = check(value)
+            return section
+        except _OutOfRange as error:
+            steps = error.steps()
+            field = f"{name}.{error.where()}" if name else error.where()
+            rejected.append({"field": field, "reason": str(error.reason), "value": error.value})
+            value = _without(value, steps)
+        except _Malformed as error:
+            if name:
+                error.path.append(name)
+            raise
+    too_many = _Malformed(f"has more than {MAX_REJECTED} values out of range")
+    too_many.path.append(name)
+    raise too_many
+
+
+def _without(value: Any, steps: Sequence[str]) -> Any:
+    """A copy of `value` without the field at `steps` (the containers on the way are copied)."""
+    step, rest = steps[0], steps[1:]
+    if step.startswith("["):
+        items = list(value)
+        index = int(step[1:-1])
+        items[index] = _without(items[index], rest) if rest else None
+        return items
+    fields = dict(value)
+    if rest:
+        fields[step] = _without(fields[step], rest)
+    else:
+        del fields[step]
+    return fields

@@ -258,6 +258,57 @@ class RevisionInfo:
     applied_revision: str
 
 
+class RejectReason(StrEnum):
+    """Why an object was set aside, in whole or in part, from a FIXED set (a metric label).
+
+    The value itself (which can be anything a cluster user wrote) is in the Rejection, never in
+    a label.
+    """
+
+    TIME_OUT_OF_RANGE = "TimeOutOfRange"
+    """A timestamp that is valid RFC3339 but is not a moment in years 1-9999 once in UTC."""
+    INTEGER_OUT_OF_RANGE = "IntegerOutOfRange"
+    """An integer past int64, or a number too large for one (a decoder's float)."""
+    NOT_AN_INTEGER = "NotAnInteger"
+    """A fraction where a count is expected."""
+    DURATION_OUT_OF_RANGE = "DurationOutOfRange"
+    """A number of seconds longer than any interval anyone means (100 years)."""
+    RULE_ERROR = "RuleError"
+    """A rule raised on this object: nothing was concluded from it."""
+    MALFORMED = "Malformed"
+    """Not read at all (projection.MalformedObject): counted by the watcher, not by the model."""
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """An object stalewatch could not judge in full, and what it did about it.
+
+    `evaluated`: only `field` was dropped and the rest of the object was judged (a projection
+    rejection); otherwise nothing was concluded from the object (a rule raised on it).
+    """
+
+    subject: Subject
+    reason: RejectReason
+    field: str
+    """The field path (e.g. status.conditions[0].lastTransitionTime); "" for the whole object."""
+    value: str
+    """The value as written (cut), or the error a rule raised."""
+    evaluated: bool
+    message: str
+    """One line naming the object, the field and the value (see model.quarantine)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape of `rejected` in `analyze --output json` and `/api/v1/findings`."""
+        return {
+            "subject": dict(self.subject),
+            "reason": str(self.reason),
+            "field": self.field,
+            "value": self.value,
+            "evaluated": self.evaluated,
+            "message": self.message,
+        }
+
+
 @dataclass(frozen=True, slots=True)
 class Evaluation:
     """Everything the renderers need, computed once per change."""
@@ -267,6 +318,8 @@ class Evaluation:
     objects: list[ObjectHealth]
     controllers: list[ControllerHealth]
     revisions: list[RevisionInfo]
+    rejected: list[Rejection] = field(default_factory=list)
+    """Objects set aside in whole or in part, in object order (see Rejection)."""
 
     @property
     def roots(self) -> list[Finding]:

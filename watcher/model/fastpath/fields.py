@@ -9,7 +9,8 @@ from typing import Annotated, Any
 
 from msgspec import UNSET, Meta, Struct, UnsetType
 
-from watcher.model.projection import KEPT_ANNOTATIONS, MESSAGE_LIMIT
+from watcher.model.objects import MAX_DURATION_SECONDS
+from watcher.model.projection import INT64, KEPT_ANNOTATIONS, MESSAGE_LIMIT, in_utc_range
 
 intern = sys.intern
 _parse_time = datetime.fromisoformat
@@ -21,8 +22,10 @@ class Unsure(ValueError):
 
 # -- Field types: the limits project() enforces, so a violation fails decoding ------------------
 
-Int = Annotated[int, Meta(ge=-(2**63), le=2**63 - 1)]
-"""orjson turns a wider integer into a float, which project() rejects as not an integer."""
+Int = Annotated[int, Meta(ge=-INT64, le=INT64 - 1)]
+"""Wider (or a float) fails decoding: project() rejects it as out of range."""
+Seconds = Annotated[int, Meta(ge=-int(MAX_DURATION_SECONDS), le=int(MAX_DURATION_SECONDS) - 1)]
+"""A number of seconds project() keeps (longer is rejected there as out of range)."""
 Token = Annotated[str, Meta(max_length=316)]
 """Interned after decoding (reasons, condition types, kinds repeat across objects)."""
 RequiredToken = Annotated[str, Meta(min_length=1, max_length=316)]
@@ -32,7 +35,7 @@ Message = Annotated[str, Meta(max_length=MESSAGE_LIMIT)]
 Image = Annotated[str, Meta(max_length=1024)]
 Time = str | None
 """Checked with datetime.fromisoformat after decoding, as project() does; null (as in a
-condition's lastUpdateTime) reads as absent."""
+condition's lastUpdateTime) reads as absent; a time out of range is left to project()."""
 
 
 _TIMES: dict[str, str] = {}
@@ -47,7 +50,8 @@ def checked_time(value: str | None) -> str:
         return ""
     known = _TIMES.get(value)
     if known is None:
-        _parse_time(value)  # ValueError: project() would drop it
+        if not in_utc_range(_parse_time(value)):  # ValueError: project() would drop it
+            raise Unsure("a time out of range: project() rejects it and says so")
         if len(_TIMES) >= _TIMES_LIMIT:
             _TIMES.clear()
         known = _TIMES[value] = value

@@ -18,6 +18,7 @@ from watcher.model.fastpath.fields import (
     Ref,
     RequiredName,
     RequiredToken,
+    Seconds,
     Shape,
     Time,
     Token,
@@ -205,7 +206,7 @@ class UpdateStrategy(Shape):
 class WorkloadSpec(Shape):
     replicas: Int | UnsetType = UNSET
     selector: Selector | UnsetType = UNSET
-    progressDeadlineSeconds: Int | UnsetType = UNSET
+    progressDeadlineSeconds: Seconds | UnsetType = UNSET
     updateStrategy: UpdateStrategy | UnsetType = UNSET
     template: Template | UnsetType = UNSET
 
@@ -252,7 +253,7 @@ class Workload(Object):
 
 class LeaseSpec(Shape):
     holderIdentity: str = ""
-    leaseDurationSeconds: Int | UnsetType = UNSET
+    leaseDurationSeconds: Seconds | UnsetType = UNSET
     renewTime: Time = ""
     acquireTime: Time = ""
     leaseTransitions: Int | UnsetType = UNSET

@@ -1,0 +1,53 @@
+"""Objects set aside: what the engine reports instead of judging what it could not.
+
+Two ways in. project() drops a field whose value is out of range and lists it under the
+projection's `rejected` key; the object is judged on the rest, and each dropped field is
+reported. A rule, a controller verdict or a health row that raises on one object sets that
+object aside (nothing concluded from it, reported with the error) instead of ending the
+evaluation of everything else: the engine guards each object's judgement with one try, not
+each field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from watcher.model.objects import describe, subject_of
+from watcher.model.projection import REJECTED, VALUE_LIMIT
+from watcher.model.types import Rejection, RejectReason, Subject
+
+
+def dropped_fields(obj: Mapping[str, Any]) -> list[Rejection]:
+    """The fields project() dropped from this object as out of range (usually none)."""
+    marks = obj.get(REJECTED)
+    if not marks:
+        return []
+    subject = subject_of(obj)
+    return [
+        Rejection(
+            subject=subject,
+            reason=RejectReason(mark["reason"]),
+            field=mark["field"],
+            value=mark["value"],
+            evaluated=True,
+            message=(
+                f"{describe(subject)}: {mark['field']} {mark['value']} is out of range "
+                f"({mark['reason']}): left out, the rest of the object evaluated"
+            ),
+        )
+        for mark in marks
+    ]
+
+
+def rule_failed(subject: Subject, error: Exception, *, what: str) -> Rejection:
+    """`what` (e.g. "its rules") raised on this object: it is set aside, not judged."""
+    detail = f"{type(error).__name__}: {error}"[:VALUE_LIMIT]
+    return Rejection(
+        subject=subject,
+        reason=RejectReason.RULE_ERROR,
+        field="",
+        value=detail,
+        evaluated=False,
+        message=f"{describe(subject)}: not evaluated, {what} failed on it ({detail})",
+    )
