@@ -16,6 +16,8 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from watcher.model.types import RejectReason
+
 KindKey = tuple[str, str]
 """(group, kind); the core group is "" (never "core")."""
 
@@ -33,6 +35,8 @@ WATCH_ERROR_REASONS = (
     "connection", "timeout", "decode", "not_found", "throttled", "server_error", "client_error",
 )  # fmt: skip
 EVENT_TYPES = ("ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR")
+REJECT_REASONS = tuple(str(reason) for reason in RejectReason)
+"""`reason` of stalewatch_objects_rejected (Malformed is counted by the reflector, the rest by the model)."""
 
 
 def _zeros(labels: tuple[str, ...]) -> Callable[[], Counter[str]]:
@@ -59,6 +63,12 @@ class KindStats:
     watch_errors: Counter[str] = field(default_factory=_zeros(WATCH_ERROR_REASONS))
     events: Counter[str] = field(default_factory=_zeros(EVENT_TYPES))
     malformed: int = 0
+    rejected: Counter[str] = field(default_factory=_zeros(REJECT_REASONS))
+    """Objects the model currently sets aside in whole or in part, by reason (not a counter);
+    Malformed is `malformed_now`, the objects the reflector could not read at all."""
+
+    def rejected_now(self) -> dict[str, int]:
+        return {**self.rejected, str(RejectReason.MALFORMED): self.malformed_now}
 
 
 @dataclass(slots=True)
@@ -96,6 +106,9 @@ class Telemetry:
     evaluation: Histogram = field(default_factory=Histogram)
     started: bool = False
     """Set once discovery has registered every kind known at start-up."""
+    evaluation_failures: int = 0
+    evaluation_error: str = ""
+    """Why the last evaluation raised ("" once one succeeds): the one served is older, and stale."""
 
     def kind(self, group: str, kind: str) -> KindStats:
         found = self.kinds.get((group, kind))
@@ -113,8 +126,9 @@ class Telemetry:
 
     @property
     def stale(self) -> bool:
-        """Our data may lag the cluster: unreachable, not synced, or a kind's watch is broken."""
-        if not self.up or not self.synced:
+        """Our data may lag the cluster: unreachable, not synced, a kind's watch is broken, or the
+        last evaluation failed (the one served is the last good one)."""
+        if not self.up or not self.synced or self.evaluation_error:
             return True
         return any(not s.live for s in list(self.kinds.values()) if not s.forbidden)
 
@@ -122,6 +136,8 @@ class Telemetry:
         """/readyz: reachable and synced; otherwise why not, naming the kinds."""
         if not self.up:
             return False, "the Kubernetes API server is unreachable"
+        if self.evaluation_error:
+            return False, f"the last evaluation failed ({self.evaluation_error}); serving the previous one"
         if not self.started:
             return False, "discovering the kinds to watch"
         pending = self.unsynced()
@@ -144,6 +160,11 @@ class Telemetry:
 
     def malformed_now(self) -> int:
         return sum(s.malformed_now for s in list(self.kinds.values()))
+
+    def set_aside(self) -> str:
+        """How many objects are rejected or malformed now, as "3 objects" ("" when none)."""
+        count = sum(sum(s.rejected_now().values()) for s in list(self.kinds.values()))
+        return "" if not count else f"{count} object{'' if count == 1 else 's'}"
 
 
 def _name(key: KindKey) -> str:

@@ -19,7 +19,8 @@ def telemetry() -> Telemetry:
     state = Telemetry(up=True, started=True)
     pods = state.kind("", "Pod")
     pods.synced = pods.live = True
-    pods.objects, pods.malformed = 42, 1
+    pods.objects, pods.malformed, pods.malformed_now = 42, 1, 1
+    pods.rejected.update(TimeOutOfRange=2)
     pods.last_event = 1796040000.5
     pods.list_requests.update(ok=2, throttled=1)
     pods.watch_requests.update(ok=5, connection_error=2)
@@ -32,6 +33,7 @@ def telemetry() -> Telemetry:
     terraforms.list_requests.update(forbidden=3)
     for seconds in (0.0004, 0.003, 0.02, 0.02, 1.5):
         state.evaluation.observe(seconds)
+    state.evaluation_failures = 3
     return state
 
 
@@ -59,7 +61,7 @@ def test_every_watcher_metric_in_the_docs_is_served_with_the_documented_type_and
     }
     text = exposition(telemetry())
     served = dict(re.findall(r"^# TYPE (\S+) (\S+)$", text, re.MULTILINE))
-    assert len(documented) == 14
+    assert len(documented) == 16
     for name, (kind, labels) in documented.items():
         assert served.get(name) == kind, name
         series = name + "_bucket" if kind == "histogram" else name

@@ -168,14 +168,19 @@ def test_tofu_report_text_matches_golden(capsys: pytest.CaptureFixture[str]) -> 
     assert code == 1
 
 
-def test_json_output_is_exactly_the_finding_fields_and_a_summary(capsys: pytest.CaptureFixture[str]) -> None:
+def test_json_output_is_exactly_the_finding_fields_a_summary_and_the_rejected(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     _, report = analyze_json(capsys, str(EXAMPLES / "tofu-controller-down"))
-    assert set(report) == {"findings", "summary"}
+    assert set(report) == {"findings", "summary", "rejected"}
+    assert report["rejected"] == []
     fields = {f.name for f in dataclasses.fields(Finding)}
     assert all(set(finding) == fields for finding in report["findings"])
     summary = report["summary"]
-    assert set(summary) == {"now", "objects", "findings", "roots", "by_severity", "by_type", "load_errors"}
-    assert (summary["now"], summary["roots"], summary["load_errors"]) == (NOW, 1, 0)
+    assert set(summary) == {
+        "now", "objects", "findings", "roots", "by_severity", "by_type", "load_errors", "rejected",
+    }  # fmt: skip
+    assert (summary["now"], summary["roots"], summary["load_errors"], summary["rejected"]) == (NOW, 1, 0, 0)
     assert summary["objects"] == objects_in(EXAMPLES / "tofu-controller-down")
     assert summary["findings"] == len(report["findings"]) == sum(summary["by_type"].values())
     assert summary["by_severity"]["critical"] == 1

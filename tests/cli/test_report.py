@@ -175,7 +175,9 @@ def test_json_is_the_findings_as_to_dict_plus_a_fixed_shape_summary() -> None:
             for t in FindingType
         },
         "load_errors": 1,
+        "rejected": 0,
     }
+    assert document["rejected"] == []
 
 
 def test_a_symptom_on_the_roots_own_object_is_noted_on_the_root_not_in_its_blast_radius() -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from watcher.model.types import Evaluation, Finding, FindingType, Severity, Subject, rfc3339
+from watcher.model.types import Evaluation, Finding, FindingType, Rejection, Severity, Subject, rfc3339
 
 SubjectKey = tuple[str, str, str]
 
@@ -36,9 +36,12 @@ def render_text(evaluation: Evaluation, *, objects: int, load_errors: int = 0, c
         blocks = [_root_block(root, symptoms[root.id], now=evaluation.now, color=color) for root in roots]
         lines = ["\n\n".join(blocks), "", summary_line(roots, len(evaluation.findings), objects)]
     elif objects:
-        lines = [f"No findings: {objects} objects evaluated, all healthy."]
+        lines = [no_findings(objects, evaluation.rejected)]
     else:
         lines = ["No objects were evaluated."]
+    if evaluation.rejected:
+        lines.append(f"{rejected_line(evaluation.rejected)}:")
+        lines += [f"  {rejection.message}" for rejection in evaluation.rejected]
     if load_errors:
         lines.append(f"{plural(load_errors, 'load error')} (see stderr): what they name was not evaluated.")
     return "\n".join(lines) + "\n"
@@ -49,8 +52,24 @@ def render_json(evaluation: Evaluation, *, objects: int, load_errors: int = 0) -
     document = {
         "findings": [finding.to_dict() for finding in evaluation.findings],
         "summary": summary(evaluation, objects=objects, load_errors=load_errors),
+        "rejected": [rejection.to_dict() for rejection in evaluation.rejected],
     }
     return orjson.dumps(document, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+
+
+def no_findings(objects: int, rejected: Sequence[Rejection]) -> str:
+    """Never "all healthy" while some object was not judged in full."""
+    if not rejected:
+        return f"No findings: {objects} objects evaluated, all healthy."
+    return f"No findings: {objects} objects evaluated, {rejected_objects(rejected)} not in full (see below)."
+
+
+def rejected_objects(rejected: Sequence[Rejection]) -> int:
+    return len({subject_key(r.subject) for r in rejected})
+
+
+def rejected_line(rejected: Sequence[Rejection]) -> str:
+    return f"{plural(rejected_objects(rejected), 'object')} set aside in whole or in part (rejected)"
 
 
 def summary(evaluation: Evaluation, *, objects: int, load_errors: int) -> dict[str, Any]:
@@ -65,6 +84,7 @@ def summary(evaluation: Evaluation, *, objects: int, load_errors: int) -> dict[s
         "by_severity": {str(s): severities[s] for s in Severity},
         "by_type": {str(t): types[t] for t in FindingType},
         "load_errors": load_errors,
+        "rejected": rejected_objects(evaluation.rejected),
     }
 
 

@@ -85,6 +85,13 @@ PER_KIND: tuple[PerKind, ...] = (
         lambda s: float(s.malformed),
     ),
     PerKind(
+        "stalewatch_objects_rejected",
+        False,
+        "Objects set aside now, in whole or in part, by reason (listed under rejected in /api/v1/findings).",
+        lambda s: s.rejected_now(),
+        "reason",
+    ),
+    PerKind(
         "stalewatch_watched_objects",
         False,
         "Objects of this kind in stalewatch's cache.",
@@ -110,7 +117,10 @@ class WatcherCollector:
 def _families(telemetry: Telemetry) -> Iterator[Metric]:
     kinds = sorted(telemetry.kinds.copy().items())
     yield GaugeMetricFamily(
-        "stalewatch_up", "1 while the Kubernetes API server is reachable.", value=float(telemetry.up)
+        "stalewatch_up",
+        "1 while the Kubernetes API server is reachable (a failed evaluation is"
+        " stalewatch_evaluation_failures_total).",
+        value=float(telemetry.up),
     )
     yield GaugeMetricFamily(
         "stalewatch_synced",
@@ -129,6 +139,11 @@ def _families(telemetry: Telemetry) -> Iterator[Metric]:
             elif value is not None:
                 family.add_metric([group, kind], value)
         yield family
+    yield CounterMetricFamily(
+        "stalewatch_evaluation_failures",
+        "Evaluations that raised; while the last one did, the previous evaluation is served, stale.",
+        value=float(telemetry.evaluation_failures),
+    )
     histogram = telemetry.evaluation
     yield HistogramMetricFamily(
         "stalewatch_evaluation_duration_seconds",

@@ -10,7 +10,11 @@ Honesty rules:
     flagged stale, instead of drawing findings (an expired Lease, a threshold crossed) from
     data that stopped updating;
   * kinds we cannot see right now (403, a watch not yet resumed) are blind in the model, so
-    no finding and no ControllerDown is drawn from their last-known objects.
+    no finding and no ControllerDown is drawn from their last-known objects;
+  * an evaluation that raises is never "healthy": the last good one stays served, the
+    telemetry says why it is stale (/readyz 503, stalewatch_evaluation_failures_total), and
+    the next tick tries again. Objects the model set aside (Evaluation.rejected) are counted
+    per kind and reason and logged once each; they do not fail the evaluation.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from typing import Any
 from watcher.kube.resources import Resource
 from watcher.logs import fields, get_logger
 from watcher.model.engine import HealthModel
-from watcher.model.types import Evaluation, ModelConfig
+from watcher.model.types import Evaluation, ModelConfig, Rejection
 from watcher.telemetry import Telemetry
 from watcher.tracing import tracer
 
@@ -91,6 +95,8 @@ class LiveModel:
         self._debounce, self._tick, self._clock = debounce, tick, clock
         self._dirty = asyncio.Event()
         self.collections = SyncCollections()
+        self._rejected: list[Rejection] = []
+        self._logged: set[tuple[str, str, str, str, str]] = set()
 
     # -- Sink ------------------------------------------------------------------------------
 
@@ -128,9 +134,70 @@ class LiveModel:
     # -- Evaluation ------------------------------------------------------------------------
 
     def evaluate(self) -> Evaluation | None:
-        """One pass now (unless frozen: unreachable). Returns the evaluation served."""
+        """One pass now (unless frozen: unreachable). Returns the evaluation served: the last
+        good one when this pass raised (the telemetry then says so)."""
         if not self._telemetry.up:
             return self.latest
+        try:
+            evaluation = self._evaluate()
+        except Exception as error:  # never "healthy": keep the last good one, say it is stale
+            self._failed(error)
+            return self.latest
+        if self._telemetry.evaluation_error:
+            log.warning("evaluation works again", extra=fields(failures=self._telemetry.evaluation_failures))
+            self._telemetry.evaluation_error = ""
+        if evaluation.rejected is not self._rejected:
+            self._count_rejected(evaluation.rejected)
+        self.latest = evaluation
+        if not self.collections.frozen and self._telemetry.synced:
+            self.collections.freeze()
+        return evaluation
+
+    def _failed(self, error: Exception) -> None:
+        """Logged with its traceback when it starts or changes, not on every tick it lasts."""
+        reason = f"{type(error).__name__}: {error}"[:200]
+        telemetry = self._telemetry
+        telemetry.evaluation_failures += 1
+        if reason != telemetry.evaluation_error:
+            log.exception("evaluation failed; serving the previous evaluation, marked stale")
+        telemetry.evaluation_error = reason
+
+    def _count_rejected(self, rejected: list[Rejection]) -> None:
+        """Per kind and reason, objects (not fields) set aside; each logged once while it lasts."""
+        self._rejected = rejected
+        per_kind: dict[tuple[str, str], set[tuple[str, str, str]]] = {}
+        seen = set()
+        for r in rejected:
+            subject = r.subject
+            group = subject["apiVersion"].rpartition("/")[0]
+            per_kind.setdefault((group, subject["kind"]), set()).add(
+                (subject["namespace"], subject["name"], r.reason)
+            )
+            key = (group, subject["kind"], subject["namespace"], subject["name"], r.field + r.reason)
+            seen.add(key)
+            if key not in self._logged:
+                log.warning(
+                    "object rejected",
+                    extra=fields(
+                        group=group,
+                        kind=subject["kind"],
+                        namespace=subject["namespace"],
+                        name=subject["name"],
+                        reason=str(r.reason),
+                        field=r.field,
+                        value=r.value,
+                        evaluated=r.evaluated,
+                    ),
+                )
+        self._logged = seen
+        for kind, stats in list(self._telemetry.kinds.items()):
+            counts = stats.rejected
+            for reason in counts:
+                counts[reason] = 0
+            for _, _, reason in per_kind.get(kind, ()):
+                counts[reason] += 1
+
+    def _evaluate(self) -> Evaluation:
         self.model.set_blind(self._telemetry.blind())
         with tracer().start_as_current_span("stalewatch.evaluate") as span:
             started = time.perf_counter()
@@ -147,9 +214,6 @@ class LiveModel:
                         "stalewatch.findings_changed": len(before ^ after),
                     }
                 )
-        self.latest = evaluation
-        if not self.collections.frozen and self._telemetry.synced:
-            self.collections.freeze()
         return evaluation
 
     async def run(self) -> None:
@@ -165,7 +229,7 @@ class LiveModel:
                 self._dirty.clear()
                 try:
                     self.evaluate()
-                except Exception:  # a model bug must not end live evaluation: log it, serve the last one
+                except Exception:  # evaluate() keeps its own failures; this is a bug around it
                     log.exception("evaluation failed; serving the previous evaluation")
         finally:
             self.collections.restore()  # stopped before the sync finished

@@ -29,8 +29,10 @@ from watcher.export.report import (
     describe,
     format_age,
     group_by_kind,
+    no_findings,
     plain,
     plural,
+    rejected_line,
     subject_key,
     summary_line,
     symptom_tags,
@@ -40,6 +42,7 @@ from watcher.model.types import (
     Evaluation,
     Finding,
     ObjectHealth,
+    Rejection,
     RevisionInfo,
     Severity,
     Status,
@@ -59,6 +62,7 @@ h3{font-size:1.05em;margin:0 0 .3em}h4{margin:.6em 0 .2em;font-size:.95em}
 nav a{margin-right:1em}
 .banner{padding:.5em .8em;border-radius:4px;margin:.4em 0}
 .live{background:#e6f4ea}.stale{background:#fce8e6;font-weight:600}.pending{background:#fef7e0}
+.failed{background:#c5221f;color:#fff;font-weight:600}
 .finding{border-left:6px solid #9aa0a6;padding:.4em .8em;margin:.8em 0;background:#f8f9fa}
 .finding.critical{border-color:#c5221f}.finding.warning{border-color:#e37400}
 .finding.info{border-color:#1a73e8}
@@ -109,8 +113,14 @@ def render_page(
         roots, symptoms = by_root(evaluation.findings)
         roots.sort(key=lambda root: _SEVERITY_RANK[root.severity])
         body += _findings(
-            roots, symptoms, findings=len(evaluation.findings), objects=objects, now=evaluation.now
+            roots,
+            symptoms,
+            findings=len(evaluation.findings),
+            objects=objects,
+            rejected=evaluation.rejected,
+            now=evaluation.now,
         )
+        body += _rejected(evaluation.rejected)
         body += _controllers(evaluation.controllers, now=evaluation.now)
         body += _objects(evaluation.objects, evaluation.findings, namespace=namespace, now=evaluation.now)
         body += _revisions(evaluation.revisions, namespace=namespace)
@@ -144,6 +154,9 @@ def _header(
 
 def _banners(status: Mapping[str, Any]) -> Iterable[tuple[str, str]]:
     """Whether to trust what follows: the first thing on-call must know."""
+    if status.get("evaluation_error"):
+        error = status["evaluation_error"]
+        yield "failed", f"STALE: the last evaluation failed ({error}); this is the previous one."
     if not status.get("up"):
         yield "stale", "STALE: the Kubernetes API server is unreachable; this is the last known state."
     elif not status.get("synced"):
@@ -166,6 +179,7 @@ def _findings(
     *,
     findings: int,
     objects: int,
+    rejected: Sequence[Rejection],
     now: datetime,
 ) -> Iterable[str]:
     yield '<section id="roots"><h2>Root causes</h2>'
@@ -173,8 +187,8 @@ def _findings(
         yield "<p>No objects seen yet.</p></section>"
         return
     if not roots:
-        text = f"No findings: {objects} objects evaluated, all healthy."
-        yield f'<p class="healthy">{escape(text)}</p></section>'
+        yield f'<p class="{"stale" if rejected else "healthy"}">{escape(no_findings(objects, rejected))}</p>'
+        yield "</section>"
         return
     yield f"<p>{escape(summary_line(roots, findings, objects))}</p>"
     for root in roots[:MAX_ROOTS]:
@@ -218,6 +232,20 @@ def _blast_radius(tags: dict[SubjectKey, set[str]]) -> Iterable[str]:
         yield "</ul></dd>"
     yield "</dl>"
     yield from _more(len(tags) - MAX_AFFECTED, "affected objects")
+
+
+def _rejected(rejected: Sequence[Rejection]) -> Iterable[str]:
+    """What was not judged in full, and why: never hidden behind "all healthy"."""
+    if not rejected:
+        return
+    yield f'<section id="rejected"><h2>Rejected</h2><p class="stale">{escape(rejected_line(rejected))}.</p>'
+    yield _row("th", ["Object", "Field", "Value", "Reason", "Then"])
+    for r in rejected[:MAX_ROWS]:
+        then = "left out, the rest evaluated" if r.evaluated else "not evaluated"
+        yield _row("td", [describe(r.subject), r.field, r.value, str(r.reason), then], css="bad")
+    yield "</table>"
+    yield from _more(len(rejected) - MAX_ROWS, "rejected (all in the findings JSON)")
+    yield "</section>"
 
 
 def _controllers(controllers: Sequence[ControllerHealth], *, now: datetime) -> Iterable[str]:

@@ -1,11 +1,15 @@
 """The HTTP face of `stalewatch run`: probes, the findings API and Prometheus metrics.
 
   /healthz          the process is alive (the event loop answers).
-  /readyz           200 once every watched kind finished its initial list and the API server
-                    is reachable; 503 with the reason otherwise.
-  /api/v1/findings  the same JSON as `stalewatch analyze --output json`, whose summary also
-                    says whether the data is live: `up`, `synced`, `stale`, and the kinds
-                    stalewatch cannot see (`forbidden_kinds`) or has not listed yet.
+  /readyz           200 once every watched kind finished its initial list, the API server
+                    is reachable and the last evaluation succeeded; 503 with the reason
+                    otherwise. Objects set aside (rejected, malformed) do not make it 503 (the
+                    evaluation judged everything else); the 200 body says how many there are.
+  /api/v1/findings  the same JSON as `stalewatch analyze --output json` (findings, summary,
+                    and the objects set aside under `rejected`), whose summary also says
+                    whether the data is live: `up`, `synced`, `stale`, why the last evaluation
+                    failed (`evaluation_error`), and the kinds stalewatch cannot see
+                    (`forbidden_kinds`) or has not listed yet.
   /metrics          the model's and the watcher's metrics from one registry.
   /                 the single-pane HTML view of all that (watcher.web.page); `?namespace=NS`
                     filters its object and revision tables.
@@ -108,7 +112,11 @@ async def healthz(request: web.Request) -> web.Response:
 
 
 async def readyz(request: web.Request) -> web.Response:
-    ready, why = request.app[TELEMETRY].ready()
+    telemetry = request.app[TELEMETRY]
+    ready, why = telemetry.ready()
+    set_aside = telemetry.set_aside()
+    if ready and set_aside:
+        why += f"; {set_aside} set aside (rejected or malformed, see /api/v1/findings)"
     return web.Response(text=f"{why}\n", status=200 if ready else 503)
 
 
@@ -153,6 +161,7 @@ def watch_status(telemetry: Telemetry) -> dict[str, Any]:
         "up": telemetry.up,
         "synced": telemetry.synced,
         "stale": telemetry.stale,
+        "evaluation_error": telemetry.evaluation_error,
         "forbidden_kinds": [{"group": g, "kind": k} for g, k in telemetry.forbidden()],
         "unsynced_kinds": telemetry.unsynced(),
     }
@@ -169,5 +178,6 @@ def findings_document(
     document = {
         "findings": [finding.to_dict() for finding in evaluation.findings],
         "summary": {**summary(evaluation, objects=objects, load_errors=load_errors), **status},
+        "rejected": [rejection.to_dict() for rejection in evaluation.rejected],
     }
     return orjson.dumps(document, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
