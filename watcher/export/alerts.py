@@ -225,6 +225,33 @@ SELF_ALERTS: tuple[Alert, ...] = (
         ),
         labels={"severity": "warning"},
     ),
+    Alert(
+        name="StalewatchEvaluationFailing",
+        expr="rate(stalewatch_evaluation_failures_total[2m]) > 0",
+        for_="5m",
+        summary="stalewatch {{ $labels.instance }} cannot evaluate the health model",
+        description=(
+            "Every evaluation of stalewatch {{ $labels.instance }} fails: it serves its last good"
+            " evaluation, marked stale, and /readyz says why. Findings that arose since are not"
+            " reported and findings that cleared are still shown."
+        ),
+        labels={"severity": "warning"},
+    ),
+    Alert(
+        name="StalewatchObjectsRejected",
+        expr="max without (" + HA_LABELS + ") (stalewatch_objects_rejected) > 0",
+        for_="15m",
+        summary=(
+            "stalewatch sets aside {{ $value }} {{ $labels.kind }}.{{ $labels.group }} objects"
+            " ({{ $labels.reason }})"
+        ),
+        description=(
+            "{{ $value }} {{ $labels.kind }}.{{ $labels.group }} objects could not be judged in full"
+            " ({{ $labels.reason }}): a field with a value out of range was left out, a rule failed on"
+            " the object, or it could not be read. /api/v1/findings lists them under rejected."
+        ),
+        labels={"severity": "warning"},
+    ),
 )
 
 GROUPS: Mapping[str, tuple[Alert, ...]] = {
