@@ -350,6 +350,23 @@ def self_health() -> dashboard.Dashboard:
         )
         .with_panel(
             timeseries_panel(
+                "Rejected objects",
+                f"max by (group, kind, reason) (stalewatch_objects_rejected{{{CLUSTER}}}) > 0",
+                legend=by_kind + " {{reason}}",
+                description="Objects set aside now, in whole or in part (the findings API lists them).",
+            )
+        )
+        .with_panel(
+            timeseries_panel(
+                "Evaluation failures",
+                f"sum by (instance) (rate(stalewatch_evaluation_failures_total{{{CLUSTER}}}{RATE}))",
+                legend="{{instance}}",
+                description="Failed evaluations per second; meanwhile the last good one is served, stale.",
+                unit="ops",
+            )
+        )
+        .with_panel(
+            timeseries_panel(
                 "Evaluation duration (p99)",
                 "histogram_quantile(0.99, sum by (le) "
                 f"(rate(stalewatch_evaluation_duration_seconds_bucket{{{CLUSTER}}}{RATE})))",
