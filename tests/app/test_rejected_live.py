@@ -9,6 +9,8 @@ starts (the list path) and one created while it runs (the watch path).
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from tests.controlplane.harness import ControlPlane
@@ -48,11 +50,12 @@ def stalled(namespace: str, name: str) -> dict[str, object]:
 
 
 async def test_a_far_future_offset_time_is_rejected_and_the_stalled_object_beside_it_still_served(
-    control_plane: ControlPlane, kube: Kube, namespace: str
+    control_plane: ControlPlane, kube: Kube, namespace: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     await kube.create(hostile(namespace, "far-future", FAR_FUTURE))
     await kube.create(stalled(namespace, "broken-build"))
     settings = settings_for(control_plane.kubeconfig, include_namespaces=[namespace])
+    caplog.set_level(logging.WARNING, logger="stalewatch")
     async with stalewatch_running(settings) as service:
         await kube.create(hostile(namespace, "year-one", YEAR_ONE))
 
@@ -125,3 +128,7 @@ async def test_a_far_future_offset_time_is_rejected_and_the_stalled_object_besid
             return "" if (names, gauge) == (["year-one"], 1) else f"rejected {names}, gauge {gauge}"
 
         await until_no_problem(healed, within=10, what="a repaired object is taken in")
+
+    logged = [r for r in caplog.records if r.getMessage() == "object rejected"]
+    names = [r.stalewatch_fields["name"] for r in logged]  # type: ignore[attr-defined]
+    assert sorted(names) == ["far-future", "year-one"], "each rejected object is logged once while it lasts"

@@ -351,8 +351,8 @@ def self_health() -> dashboard.Dashboard:
         .with_panel(
             timeseries_panel(
                 "Rejected objects",
-                f"max by (group, kind, reason) (stalewatch_objects_rejected{{{CLUSTER}}}) > 0",
-                legend=by_kind + " {{reason}}",
+                f"sum by (reason) (max without (instance, pod) (stalewatch_objects_rejected{{{CLUSTER}}}))",
+                legend="{{reason}}",
                 description="Objects set aside now, in whole or in part (the findings API lists them).",
             )
         )

@@ -96,7 +96,7 @@ class LiveModel:
         self._dirty = asyncio.Event()
         self.collections = SyncCollections()
         self._rejected: list[Rejection] = []
-        self._logged: set[tuple[str, str, str, str, str]] = set()
+        self._logged: set[tuple[str, ...]] = set()
 
     # -- Sink ------------------------------------------------------------------------------
 
@@ -166,14 +166,13 @@ class LiveModel:
         """Per kind and reason, objects (not fields) set aside; each logged once while it lasts."""
         self._rejected = rejected
         per_kind: dict[tuple[str, str], set[tuple[str, str, str]]] = {}
-        seen = set()
+        seen: set[tuple[str, ...]] = set()
         for r in rejected:
             subject = r.subject
             group = subject["apiVersion"].rpartition("/")[0]
-            per_kind.setdefault((group, subject["kind"]), set()).add(
-                (subject["namespace"], subject["name"], r.reason)
-            )
-            key = (group, subject["kind"], subject["namespace"], subject["name"], r.field + r.reason)
+            where = (subject["namespace"], subject["name"])
+            per_kind.setdefault((group, subject["kind"]), set()).add((*where, r.reason))
+            key = (group, subject["kind"], *where, r.field, r.reason)
             seen.add(key)
             if key not in self._logged:
                 log.warning(

@@ -476,17 +476,13 @@ class HealthModel:
         for key in dirty:
             spec = self._controllers.get(key)
             workload = self._store.get(key)
-            state = None
+            state, failed = None, []
             if spec is not None and workload is not None:
                 try:
                     state = self._controller_state(key, spec, workload, now)
                 except Exception as error:  # no verdict on this controller; the others stand
-                    failed = rule_failed(subject_of(workload), error, what="its controller verdict")
-                    self._reject(key, "c", [failed])
-                else:
-                    self._reject(key, "c", [])
-            else:
-                self._reject(key, "c", [])
+                    failed = [rule_failed(subject_of(workload), error, what="its controller verdict")]
+            self._reject(key, "c", failed)
             if state is None:
                 if self._states.pop(key, None) is not None:
                     self._recheck = True
