@@ -32,7 +32,7 @@ from tests.model.builders import (
     ts,
     waiting_on,
 )
-from watcher.model.types import FindingType, ModelConfig, Severity
+from watcher.model.types import FindingType, ModelConfig, Severity, Thresholds
 
 HOUR = 60 * MIN
 KS = "Kustomization/flux-system"
@@ -240,8 +240,6 @@ def test_message_names_the_controllers_reason_and_the_commands_to_see_it_in_full
 
 
 def test_severity_and_threshold_are_configurable() -> None:
-    from watcher.model.types import Thresholds
-
     config = ModelConfig(
         thresholds=Thresholds(reconcile_failed=2 * HOUR),
         severities={FindingType.RECONCILE_FAILED: Severity.CRITICAL},
