@@ -1,25 +1,24 @@
 """The API server goes away under a running stalewatch, on a control plane of these tests' own.
 
 Stopping kube-apiserver would disturb every other test, so this module starts its own etcd +
-kube-apiserver. Both tests restart the API server on the same etcd, as an upgrade or a crash
-of the control plane would.
+kube-apiserver. The tests restart, pause or expire the API server on the same etcd, as an
+upgrade, a crash or a hang of the control plane would.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
-import json
-import urllib.request
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.app.outage import Root, Sampler, analyze, metric_roots, missing_roots, served_roots, snapshot
 from tests.conftest import client_for
 from tests.controlplane.harness import CRDS, ControlPlane, running_control_plane
-from tests.kube.objects import ago, cond, deployment, flux, lease, micro_stamp, pod, ready
+from tests.kube.objects import ago, cond, deployment, flux, lease, micro_stamp, pod, ready, waiting
 from tests.kube.support import Service, metric, poll, settings_for, until_no_problem
 from tests.kube.support import running as stalewatch_running
 from tests.kubeclient import Kube
@@ -63,12 +62,19 @@ def stuck(namespace: str, name: str) -> dict[str, Any]:
     return flux("Kustomization", namespace, name, status=status)
 
 
-def etcd_delete(plane: ControlPlane, key: str) -> None:
-    """Delete one key straight in etcd (etcd's v3 JSON gateway), behind the API server's back."""
-    body = json.dumps({"key": base64.b64encode(key.encode()).decode()}).encode()
-    request = urllib.request.Request(f"{plane.etcd_url}/v3/kv/deleterange", data=body, method="POST")
-    with urllib.request.urlopen(request, timeout=10) as response:
-        assert json.loads(response.read()).get("deleted") == "1", key
+def stalled(namespace: str, name: str) -> dict[str, Any]:
+    """A Kustomization its controller gave up on: Stalled=True, Ready=False."""
+    status = {
+        "conditions": [
+            cond("Ready", "False", "BuildFailed", "kustomize build failed", since=ago(minutes=5)),
+            cond("Stalled", "True", "BuildFailed", "kustomize build failed", since=ago(minutes=5)),
+        ]
+    }
+    return flux("Kustomization", namespace, name, status=status)
+
+
+def kustomization_key(namespace: str, name: str) -> str:
+    return f"/registry/kustomize.toolkit.fluxcd.io/kustomizations/{namespace}/{name}"
 
 
 async def test_a_watch_expired_by_compaction_relists_and_drops_objects_deleted_while_it_was_away(
@@ -87,7 +93,7 @@ async def test_a_watch_expired_by_compaction_relists_and_drops_objects_deleted_w
 
         await asyncio.to_thread(plane.stop_apiserver)
         for gone in ("k2", "k4"):
-            etcd_delete(plane, f"/registry/kustomize.toolkit.fluxcd.io/kustomizations/{own_namespace}/{gone}")
+            plane.etcd_delete(kustomization_key(own_namespace, gone))
         await asyncio.to_thread(plane.etcd_compact)
         await asyncio.to_thread(plane.start_apiserver)
 
@@ -206,3 +212,113 @@ async def _findings_with(service: Service, kind: str) -> list[dict[str, Any]]:
 async def _summary_says(service: Service, **expected: bool) -> dict[str, Any] | None:
     document = await service.findings()
     return document if all(document["summary"][k] == v for k, v in expected.items()) else None
+
+
+Fault = Callable[[ControlPlane, str], Awaitable[None]]
+"""Breaks the API server under stalewatch, changes the cluster meanwhile, and returns once the
+API server serves again."""
+
+
+def change_in_etcd(plane: ControlPlane, namespace: str) -> None:
+    """While no API server runs only etcd can be written: delete `gone`, make `infra` stall."""
+    plane.etcd_delete(kustomization_key(namespace, "gone"))
+    key = kustomization_key(namespace, "infra")
+    infra = plane.etcd_get(key)
+    infra["status"] = stalled(namespace, "infra")["status"]
+    plane.etcd_put(key, infra)
+
+
+async def sigterm_and_restart(plane: ControlPlane, ns: str) -> None:
+    await asyncio.to_thread(plane.stop_apiserver)
+    change_in_etcd(plane, ns)
+    await asyncio.to_thread(plane.start_apiserver)
+
+
+async def sigstop_for_40s(plane: ControlPlane, ns: str) -> None:
+    """The API server stalewatch watches hangs; a second one on the same etcd takes the writes."""
+    loop = asyncio.get_running_loop()
+    paused = loop.time()
+    plane.pause_apiserver()
+    second = plane.second_apiserver()
+    other = await asyncio.to_thread(second.__enter__)
+    try:
+        async with await client_for(other.kubeconfig) as api:
+            kube = Kube(api)
+            await kube.delete(flux("Kustomization", ns, "gone"))
+            await kube.patch_status(flux("Kustomization", ns, "infra"), stalled(ns, "infra")["status"])
+    finally:
+        await asyncio.to_thread(second.__exit__, None, None, None)
+    await asyncio.sleep(max(0.0, 40 - (loop.time() - paused)))
+    plane.resume_apiserver()
+
+
+async def compaction_and_restart(plane: ControlPlane, ns: str) -> None:
+    await asyncio.to_thread(plane.stop_apiserver)
+    change_in_etcd(plane, ns)
+    await asyncio.to_thread(plane.etcd_compact)  # the watch's resourceVersion is history now: 410
+    await asyncio.to_thread(plane.start_apiserver)
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        pytest.param(sigterm_and_restart, id="sigterm-then-restart-on-the-same-etcd"),
+        pytest.param(sigstop_for_40s, id="sigstop-40s-then-sigcont"),
+        pytest.param(compaction_and_restart, id="etcd-compaction-then-restart"),
+    ],
+)
+async def test_through_an_api_server_fault_every_root_stays_served_stale_and_after_it_findings_equal_analyze(
+    plane: ControlPlane, own_kube: Kube, own_namespace: str, fault: Fault, tmp_path: Path
+) -> None:
+    ns = own_namespace
+    for obj in (
+        deployment(ns, "helm-controller", available=0),
+        pod(ns, "helm-controller", status=waiting("ImagePullBackOff", "Back-off pulling image")),
+        stalled(ns, "apps"),
+        stalled(ns, "gone"),
+        flux("Kustomization", ns, "infra", status=ready()),
+    ):
+        await own_kube.create(obj)
+    roots: set[Root] = {
+        ("ControllerDown", "Deployment", ns, "helm-controller"),
+        ("Stalled", "Kustomization", ns, "apps"),
+        ("Stalled", "Kustomization", ns, "gone"),
+    }
+    settings = settings_for(plane.kubeconfig, include_namespaces=[ns])
+    async with stalewatch_running(settings) as service:
+        await until_no_problem(lambda: missing_roots(service, roots), within=10, what="every root served")
+
+        async def same_as_analyze() -> str:
+            document = await service.findings()
+            if document["summary"]["stale"]:
+                return "still stale"
+            taken = await asyncio.to_thread(snapshot, plane, service, ns, tmp_path)
+            fresh = await asyncio.to_thread(analyze, taken, now=document["summary"]["now"])
+            if document["findings"] != fresh:
+                return f"served {document['findings']} != analyze {fresh}"
+            in_metrics = metric_roots(await service.metrics())
+            return "" if in_metrics == served_roots(document) else f"metrics roots {sorted(in_metrics)}"
+
+        sampler = Sampler(service)
+        sampling = asyncio.create_task(sampler.run())
+        try:
+            await fault(plane, ns)
+            await until_no_problem(
+                same_as_analyze, within=30, what="findings equal analyze of a fresh snapshot"
+            )
+        finally:
+            sampling.cancel()
+            await asyncio.gather(sampling, return_exceptions=True)
+        after = served_roots(await service.findings())
+    assert after == roots - {("Stalled", "Kustomization", ns, "gone")} | {
+        ("Stalled", "Kustomization", ns, "infra")
+    }
+    # From the fault to the end of the recovery, what stayed true was never dropped, not even for a moment.
+    kept = roots & after
+    lost = [(i, sorted(kept - s.served), sorted(kept - s.in_metrics)) for i, s in enumerate(sampler.samples)]
+    assert not [x for x in lost if x[1] or x[2]], f"roots missing during the fault or the recovery: {lost}"
+    assert any(s.stale for s in sampler.samples), "never marked stale"
+    assert 503 in {s.readyz for s in sampler.samples}
+    assert not any(s.ready_while_stale for s in sampler.samples), (
+        "/readyz said ready while the data was stale"
+    )

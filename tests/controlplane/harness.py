@@ -9,9 +9,11 @@ so tests can cut the watcher off from it mid-run.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import os
 import shutil
+import signal
 import socket
 import ssl
 import subprocess
@@ -152,7 +154,40 @@ class ControlPlane:
         _stop(self.apiserver)
         self.apiserver = None
 
+    def pause_apiserver(self) -> None:
+        """SIGSTOP: the API server hangs (a frozen VM, a long GC pause): connections open, nothing answers."""
+        assert self.apiserver is not None
+        self.apiserver.send_signal(signal.SIGSTOP)
+
+    def resume_apiserver(self) -> None:
+        assert self.apiserver is not None
+        self.apiserver.send_signal(signal.SIGCONT)
+
+    @contextmanager
+    def second_apiserver(self) -> Iterator[ControlPlane]:
+        """Another kube-apiserver on the same etcd, as an HA control plane runs several: what is
+        written through it reaches the first one's watchers through etcd. Stopped on exit (etcd
+        stays)."""
+        other = dataclasses.replace(
+            self,
+            workdir=Path(tempfile.mkdtemp(prefix="stalewatch-cp2-")),
+            apiserver_port=free_port(),
+            apiserver=None,
+            etcd=None,
+        )
+        try:
+            other.start_apiserver()
+            assert self.pki is not None
+            user = {"client-certificate": str(self.pki.admin_cert), "client-key": str(self.pki.admin_key)}
+            other.write_kubeconfig(other.kubeconfig, user=user)
+            yield other
+        finally:
+            other.stop_apiserver()
+            shutil.rmtree(other.workdir, ignore_errors=True)
+
     def stop(self) -> None:
+        if self.apiserver is not None and self.apiserver.poll() is None:
+            self.apiserver.send_signal(signal.SIGCONT)  # a paused one cannot handle SIGTERM
         self.stop_apiserver()
         _stop(self.etcd)
         self.etcd = None
@@ -166,6 +201,26 @@ class ControlPlane:
         revision = int(rng["header"]["revision"])
         _post_json(f"{self.etcd_url}/v3/kv/compaction", {"revision": str(revision), "physical": True})
         return revision
+
+    def etcd_get(self, key: str) -> dict[str, Any]:
+        """A JSON-stored object (custom resources are stored as JSON) read straight from etcd."""
+        found = _post_json(f"{self.etcd_url}/v3/kv/range", {"key": base64.b64encode(key.encode()).decode()})
+        stored: dict[str, Any] = json.loads(base64.b64decode(found["kvs"][0]["value"]))
+        return stored
+
+    def etcd_put(self, key: str, obj: dict[str, Any]) -> None:
+        """Write an object straight into etcd, behind the API server's back."""
+        value = base64.b64encode(json.dumps(obj).encode()).decode()
+        _post_json(
+            f"{self.etcd_url}/v3/kv/put", {"key": base64.b64encode(key.encode()).decode(), "value": value}
+        )
+
+    def etcd_delete(self, key: str) -> None:
+        """Delete one key straight in etcd, behind the API server's back."""
+        deleted = _post_json(
+            f"{self.etcd_url}/v3/kv/deleterange", {"key": base64.b64encode(key.encode()).decode()}
+        )
+        assert deleted.get("deleted") == "1", key
 
     def admin_ssl(self) -> ssl.SSLContext:
         assert self.pki is not None
