@@ -109,6 +109,8 @@ class Telemetry:
     evaluation_failures: int = 0
     evaluation_error: str = ""
     """Why the last evaluation raised ("" once one succeeds): the one served is older, and stale."""
+    unauthorized: str = ""
+    """Why the API server rejects our credentials (401), while it does; "" otherwise."""
 
     def kind(self, group: str, kind: str) -> KindStats:
         found = self.kinds.get((group, kind))
@@ -133,17 +135,36 @@ class Telemetry:
         return any(not s.live for s in list(self.kinds.values()) if not s.forbidden)
 
     def ready(self) -> tuple[bool, str]:
-        """/readyz: reachable and synced; otherwise why not, naming the kinds."""
+        """/readyz: reachable, authorized, synced and every watch live; otherwise why not, naming
+        the kinds. Kinds we may not see (403) do not hold readiness back, unless they are all."""
         if not self.up:
             return False, "the Kubernetes API server is unreachable"
         if self.evaluation_error:
             return False, f"the last evaluation failed ({self.evaluation_error}); serving the previous one"
+        if self.unauthorized:
+            return False, self.unauthorized
         if not self.started:
             return False, "discovering the kinds to watch"
         pending = self.unsynced()
         if pending:
             return False, "initial list not finished for " + ", ".join(pending)
+        forbidden = [_name(key) for key in self.forbidden()]
+        if forbidden and len(forbidden) == len(self.kinds):
+            return False, "403 Forbidden: stalewatch may not list any kind it watches: " + ", ".join(
+                forbidden
+            )
+        broken = self.broken()
+        if broken:
+            return False, "watch broken, serving the last known objects as stale: " + ", ".join(broken)
+        if forbidden:
+            return True, "ok; 403 Forbidden, not judged: " + ", ".join(forbidden)
         return True, "ok"
+
+    def broken(self) -> list[str]:
+        """Listed kinds whose watch is down or relisting: their last known objects are served, stale."""
+        return sorted(
+            _name(key) for key, s in list(self.kinds.items()) if s.synced and not s.live and not s.forbidden
+        )
 
     def unsynced(self) -> list[str]:
         return sorted(_name(key) for key, s in list(self.kinds.items()) if not s.synced and not s.forbidden)
@@ -152,8 +173,12 @@ class Telemetry:
         return sorted(key for key, s in list(self.kinds.items()) if s.forbidden)
 
     def blind(self) -> frozenset[str]:
-        """Kinds (by name) whose objects must not be judged now: forbidden or not live."""
-        return frozenset(kind for (_, kind), s in list(self.kinds.items()) if s.forbidden or not s.live)
+        """Kinds (by name) whose objects must not be judged now: forbidden, or never listed.
+
+        A broken watch is not an empty kind: a kind whose watch is down or relisting keeps its
+        last known objects in the model (judged, served as stale) until a completed relist
+        replaces them; dropping them would resolve every alert about them for the outage."""
+        return frozenset(kind for (_, kind), s in list(self.kinds.items()) if s.forbidden or not s.synced)
 
     def objects(self) -> int:
         return sum(s.objects for s in list(self.kinds.values()))

@@ -9,8 +9,9 @@ Honesty rules:
   * while the API server is unreachable the evaluation is FROZEN: the last one is served,
     flagged stale, instead of drawing findings (an expired Lease, a threshold crossed) from
     data that stopped updating;
-  * kinds we cannot see right now (403, a watch not yet resumed) are blind in the model, so
-    no finding and no ControllerDown is drawn from their last-known objects;
+  * kinds we cannot see (403, or not listed yet) are blind in the model, so no finding and no
+    ControllerDown is drawn from them; a kind whose watch broke after its list keeps its last
+    known objects (and their findings, served as stale) until a completed relist replaces them;
   * an evaluation that raises is never "healthy": the last good one stays served, the
     telemetry says why it is stale (/readyz 503, stalewatch_evaluation_failures_total), and
     the next tick tries again. Objects the model set aside (Evaluation.rejected) are counted

@@ -89,28 +89,78 @@ class WatchOptions:
 
 
 class Link:
-    """API-server reachability, fed by every request a reflector or the probe opens.
+    """API-server reachability and acceptance, fed by every request a reflector or the probe opens.
 
     Only failing to connect (or to get an answer in time) counts as unreachable; a connection
     reset or a watch stream cut midway (a proxy, a server closing long requests) is that
-    request's problem, not an outage.
+    request's problem, not an outage. The log says so at the first failure (also when the
+    server was never reached), then once every `repeat` seconds while it lasts, and once when
+    it answers again; a 401 (credentials rejected) is logged once until a request is accepted.
     """
 
-    def __init__(self, telemetry: Telemetry, on_change: Callable[[bool], None]) -> None:
+    def __init__(
+        self,
+        telemetry: Telemetry,
+        on_change: Callable[[bool], None],
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        repeat: float = 60.0,
+    ) -> None:
         self._telemetry = telemetry
         self._on_change = on_change
+        self._clock, self._repeat = clock, repeat
+        self._down_since: float | None = None
+        self._said_at = 0.0
 
     def reached(self) -> None:
+        if self._down_since is not None:
+            log.info(
+                "API server reachable again",
+                extra=fields(unreachable_seconds=round(self._clock() - self._down_since)),
+            )
+            self._down_since = None
+        elif not self._telemetry.up:
+            log.info("API server reachable")
         if not self._telemetry.up:
             self._telemetry.up = True
-            log.info("API server reachable")
             self._on_change(True)
 
     def lost(self, error: BaseException) -> None:
+        now = self._clock()
+        if self._down_since is None:
+            self._down_since = self._said_at = now
+            log.warning("API server unreachable", extra=fields(error=describe_error(error)))
+        elif now - self._said_at >= self._repeat:
+            self._said_at = now
+            log.warning(
+                "API server still unreachable",
+                extra=fields(error=describe_error(error), unreachable_seconds=round(now - self._down_since)),
+            )
         if self._telemetry.up:
             self._telemetry.up = False
-            log.warning("API server unreachable", extra=fields(error=describe_error(error)))
             self._on_change(False)
+
+    def rejected(self, message: str) -> None:
+        """The API server answered 401: it does not accept our credentials."""
+        if not self._telemetry.unauthorized:
+            log.error(
+                "the API server rejects stalewatch's credentials (401 Unauthorized): check the "
+                "kubeconfig user or the ServiceAccount token",
+                extra=fields(error=message),
+            )
+            self._on_change(True)
+        self._telemetry.unauthorized = (
+            f"401 Unauthorized: the API server rejects stalewatch's credentials ({message})"
+        )
+
+    def accepted(self) -> None:
+        if self._telemetry.unauthorized:
+            self._telemetry.unauthorized = ""
+            log.info("the API server accepts stalewatch's credentials again")
+
+
+_SAID_ONCE = frozenset({"connection_error", "unauthorized"})
+"""Failures the Link logs itself (at the first, then once a minute / once), not per request."""
 
 
 class _Gone(Exception):
@@ -187,6 +237,8 @@ class Reflector:
                 continue
             except _Gone:
                 self.stats.watch_gone += 1
+                self.stats.live = False  # relisting: the last known objects stay, stale, until it completes
+                self._sink.notify()
                 log.info("watch expired (410 Gone), relisting", extra=self._where)
                 self.rv, reason = None, "gone"
                 continue
@@ -199,7 +251,7 @@ class Reflector:
             except _Retry as error:
                 self.stats.live = False
                 self._sink.notify()
-                if error.reason != "connection_error":
+                if error.reason not in _SAID_ONCE:
                     log.warning("watch request failed", extra=fields(**self._fields(), error=str(error)))
                 delay = error.delay if error.delay is not None else self._backoff.next()
                 await self._sleep(delay, wakeable=error.delay is None)
@@ -250,6 +302,7 @@ class Reflector:
         result = classify(response.status)
         counter[result] = counter.get(result, 0) + 1
         if result == "ok":
+            self._link.accepted()
             return response
         try:
             body = await response.read()
@@ -262,6 +315,9 @@ class Reflector:
             raise _Gone(message)
         if result == "forbidden":
             raise _Forbidden(message)
+        if response.status == 401:
+            self._link.rejected(message)
+            raise _Retry("unauthorized", f"HTTP 401: {message}")
         delay = retry_after(response.headers.get("Retry-After")) if result == "throttled" else None
         raise _Retry(result, f"HTTP {response.status}: {message}", delay=delay)
 

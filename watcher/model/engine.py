@@ -235,7 +235,8 @@ class HealthModel:
             self.set_blind(self._store.blind - {kind})
 
     def set_blind(self, kinds: Iterable[str]) -> None:
-        """Kinds the watcher cannot currently see (403, API server down), by `kind` name.
+        """Kinds the watcher cannot see (403, or not listed yet), by `kind` name. A kind whose
+        watch broke after a list is not blind: its last known objects stay until a relist.
 
         Their objects are treated as absent: no finding is drawn from last-known data, and a
         controller whose Deployment/Pods/Lease are blind is judged only on what is visible

@@ -159,6 +159,8 @@ def _banners(status: Mapping[str, Any]) -> Iterable[tuple[str, str]]:
         yield "failed", f"STALE: the last evaluation failed ({error}); this is the previous one."
     if not status.get("up"):
         yield "stale", "STALE: the Kubernetes API server is unreachable; this is the last known state."
+    elif status.get("unauthorized"):
+        yield "stale", f"STALE: {status['unauthorized']}; this is the last known state, if any."
     elif not status.get("synced"):
         pending = ", ".join(status.get("unsynced_kinds") or []) or "the kinds to watch"
         yield "pending", f"Not yet synced: initial list not finished for {pending}."

@@ -16,18 +16,26 @@
 
 It only renders: the evaluation and the telemetry come in, nothing here talks to the cluster.
 Rendering runs in a worker thread so a large scrape does not stall the watches.
+
+Every response the application makes, errors (404, 405) included, carries a restrictive CSP,
+`nosniff`, `Cache-Control: no-store` (everything here is live state) and a `Server:` header
+without versions. Malformed requests (garbage bytes, a bad method, an 8 KB request line) are
+what any port open to a network receives: aiohttp answers them 400 and we log them at debug,
+one line without a traceback, so nobody can flood the log by sending them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 import orjson
-from aiohttp import web
+from aiohttp import web, web_response
+from aiohttp.http_exceptions import HttpProcessingError
 from prometheus_client.registry import CollectorRegistry
 
 from watcher.export.metrics import render
@@ -67,6 +75,50 @@ class DocumentCache:
 
 DOCUMENTS: web.AppKey[DocumentCache] = web.AppKey("documents", DocumentCache)
 
+EVERY_RESPONSE: dict[str, str] = {
+    "Content-Security-Policy": (
+        "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Cache-Control": "no-store",
+}
+"""Headers of every response; the page's own (SECURITY_HEADERS: its stylesheet's CSP) win."""
+
+web_response.SERVER_SOFTWARE = "stalewatch"  # type: ignore[attr-defined]
+"""aiohttp writes this `Server:` into every response it prepares, its own 400s for malformed
+requests included (those never reach an application hook); its default names the Python and
+aiohttp versions to anyone who connects."""
+
+
+async def _harden(request: web.Request, response: web.StreamResponse) -> None:
+    for name, value in EVERY_RESPONSE.items():
+        response.headers.setdefault(name, value)
+
+
+class ProtocolLog(logging.LoggerAdapter):  # type: ignore[type-arg]
+    """aiohttp's server logger, with malformed requests (HttpProcessingError: BadHttpMessage,
+    LineTooLong, BadHttpMethod, ...) demoted to one debug line naming the error, no traceback."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.getLogger("aiohttp.server"), {})
+
+    def exception(self, msg: object, *args: object, exc_info: Any = True, **kwargs: Any) -> None:
+        if isinstance(exc_info, HttpProcessingError):
+            self.debug(msg, *args, exc_info=exc_info, **kwargs)
+        else:
+            super().exception(msg, *args, exc_info=exc_info, **kwargs)
+
+    def debug(self, msg: object, *args: object, exc_info: Any = None, **kwargs: Any) -> None:
+        if isinstance(exc_info, HttpProcessingError):
+            msg, args = f"{msg}: malformed request: %s", (*args, _one_line(exc_info))
+            exc_info = None
+        super().debug(msg, *args, exc_info=exc_info, **kwargs)
+
+
+def _one_line(error: HttpProcessingError) -> str:
+    return f"{type(error).__name__} {error.code}: {' '.join(str(error.message).split())[:200]}"
+
+
 _LISTEN = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[^:\[\]\s]*):(?P<port>\d{1,5})")
 
 
@@ -75,6 +127,7 @@ def create_app(
 ) -> web.Application:
     """`source` returns the evaluation to serve (None before the first one)."""
     app = web.Application()
+    app.on_response_prepare.append(_harden)
     app[TELEMETRY], app[SOURCE], app[REGISTRY] = telemetry, source, registry
     app[DOCUMENTS] = DocumentCache()
     app.router.add_get("/healthz", healthz)
@@ -97,7 +150,9 @@ def parse_listen(listen: str) -> tuple[str | None, int]:
 async def start(app: web.Application, listen: str) -> web.AppRunner:
     """Serve `app` on `listen`; the caller awaits runner.cleanup() to stop."""
     host, port = parse_listen(listen)
-    runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=2.0)
+    runner = web.AppRunner(
+        app, access_log=None, handle_signals=False, shutdown_timeout=2.0, logger=ProtocolLog()
+    )
     await runner.setup()
     try:
         await web.TCPSite(runner, host, port).start()
@@ -164,6 +219,7 @@ def watch_status(telemetry: Telemetry) -> dict[str, Any]:
         "evaluation_error": telemetry.evaluation_error,
         "forbidden_kinds": [{"group": g, "kind": k} for g, k in telemetry.forbidden()],
         "unsynced_kinds": telemetry.unsynced(),
+        "unauthorized": telemetry.unauthorized,
     }
 
 
