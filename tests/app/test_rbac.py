@@ -153,3 +153,58 @@ async def test_kinds_the_account_cannot_list_are_reported_and_the_rest_is_evalua
 async def _with_findings(service: Any) -> dict[str, Any] | None:
     document: dict[str, Any] = await service.findings()
     return document if document["findings"] else None
+
+
+REFUSALS = {
+    "401-a-token-the-api-server-does-not-accept": (
+        "401 Unauthorized: the API server rejects stalewatch's credentials",
+        "rejects stalewatch's credentials (401 Unauthorized)",
+        "401 Unauthorized",
+    ),
+    "403-an-account-without-list-rights": (
+        "403 Forbidden: stalewatch may not list any kind it watches: ",
+        "403 Forbidden",
+        "forbidden",
+    ),
+}
+"""How each refusal is named: (/readyz reason prefix, log line, on the page)."""
+
+
+@pytest.fixture(params=list(REFUSALS), ids=list(REFUSALS))
+async def refused(
+    request: pytest.FixtureRequest, control_plane: ControlPlane, kube: Kube, namespace: str, tmp_path: Path
+) -> tuple[Path, tuple[str, str, str]]:
+    """A kubeconfig the API server refuses: a token it never issued (401), or a ServiceAccount
+    bound to nothing (every list 403)."""
+    if request.param.startswith("401"):
+        user = {"token": "not-a-token-it-issued"}
+    else:
+        name = f"nobody-{uuid.uuid4().hex[:8]}"
+        account = {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": name, "namespace": namespace},
+        }
+        await kube.create(account)
+        user = {"token": control_plane.service_account_token(namespace, name)}
+    return control_plane.write_kubeconfig(tmp_path / "refused", user=user), REFUSALS[request.param]
+
+
+async def test_credentials_the_api_server_refuses_are_named_on_readyz_the_page_and_the_log(
+    refused: tuple[Path, tuple[str, str, str]], caplog: pytest.LogCaptureFixture
+) -> None:
+    kubeconfig, (reason, logged, on_page) = refused
+    with caplog.at_level(logging.INFO, logger="stalewatch"):
+        async with stalewatch_running(settings_for(kubeconfig), wait_ready=False) as service:
+
+            async def named() -> str:
+                status, body = await service.get("/readyz")
+                return body if status == 503 and body.startswith(reason) else ""
+
+            await poll(named, within=20, what=f"/readyz names {reason!r}")
+            page = (await service.get("/"))[1]
+    assert on_page in page
+    lines = [r for r in caplog.records if logged in r.getMessage()]
+    assert lines, f"no log line says {logged!r}"
+    if "401" in logged:
+        assert [r.levelname for r in lines] == ["ERROR"], "said once, not per request"

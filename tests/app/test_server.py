@@ -68,11 +68,15 @@ async def serve() -> AsyncIterator[Serve]:
         await client.close()
 
 
-def synced(*, up: bool = True) -> Telemetry:
-    telemetry = Telemetry(up=up, started=True)
-    for group, kind in [("", "Pod"), ("kustomize.toolkit.fluxcd.io", "Kustomization")]:
+def synced(*, up: bool = True, broken: bool = False, forbidden: int = 0, unauthorized: str = "") -> Telemetry:
+    """Pods and Kustomizations listed; `broken`: the Kustomizations' watch is down since; the
+    first `forbidden` of the two kinds answer 403."""
+    telemetry = Telemetry(up=up, started=True, unauthorized=unauthorized)
+    for i, (group, kind) in enumerate([("", "Pod"), ("kustomize.toolkit.fluxcd.io", "Kustomization")]):
         stats = telemetry.kind(group, kind)
         stats.synced = stats.live = True
+        stats.forbidden = i < forbidden
+    telemetry.kind("kustomize.toolkit.fluxcd.io", "Kustomization").live = not broken
     return telemetry
 
 
@@ -82,6 +86,29 @@ def synced(*, up: bool = True) -> Telemetry:
         pytest.param(synced(), 200, "ok", id="synced-and-up"),
         pytest.param(synced(up=False), 503, "the Kubernetes API server is unreachable", id="unreachable"),
         pytest.param(Telemetry(up=True), 503, "discovering the kinds to watch", id="starting"),
+        pytest.param(
+            synced(broken=True),
+            503,
+            "watch broken, serving the last known objects as stale: "
+            "Kustomization.kustomize.toolkit.fluxcd.io",
+            id="a-watch-down-or-relisting",
+        ),
+        pytest.param(
+            synced(unauthorized="401 Unauthorized: the API server rejects stalewatch's credentials (x)"),
+            503,
+            "401 Unauthorized: the API server rejects stalewatch's credentials (x)",
+            id="credentials-rejected",
+        ),
+        pytest.param(
+            synced(forbidden=2),
+            503,
+            "403 Forbidden: stalewatch may not list any kind it watches: "
+            "Pod, Kustomization.kustomize.toolkit.fluxcd.io",
+            id="every-kind-forbidden",
+        ),
+        pytest.param(
+            synced(forbidden=1), 200, "ok; 403 Forbidden, not judged: Pod", id="some-kinds-forbidden"
+        ),
     ],
 )
 async def test_readyz_says_why_it_is_not_ready(
@@ -119,12 +146,14 @@ async def test_findings_are_the_analyze_json_plus_the_watch_status(serve: Serve)
     summary = document["summary"]
     assert (summary["objects"], summary["load_errors"], summary["findings"]) == (7, 2, 1)
     assert summary["now"] == "2026-11-30T12:00:00Z"
-    assert {k: summary[k] for k in ("up", "synced", "stale", "forbidden_kinds", "unsynced_kinds")} == {
+    watch = ("up", "synced", "stale", "forbidden_kinds", "unsynced_kinds", "unauthorized")
+    assert {k: summary[k] for k in watch} == {
         "up": True,
         "synced": True,
         "stale": False,
         "forbidden_kinds": [],
         "unsynced_kinds": [],
+        "unauthorized": "",
     }
 
 

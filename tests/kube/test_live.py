@@ -115,7 +115,7 @@ def test_while_unreachable_the_last_evaluation_is_served_unchanged() -> None:
     "unseen",
     [
         pytest.param(lambda stats: setattr(stats, "forbidden", True), id="forbidden"),
-        pytest.param(lambda stats: setattr(stats, "live", False), id="watch-not-live"),
+        pytest.param(lambda stats: setattr(stats, "synced", False), id="not-listed-yet"),
     ],
 )
 def test_a_controller_whose_workload_kind_cannot_be_seen_is_never_reported_down(
@@ -134,6 +134,23 @@ def test_a_controller_whose_workload_kind_cannot_be_seen_is_never_reported_down(
     unseen(telemetry.kind("apps", "Deployment"))
     unseen(telemetry.kind("", "Pod"))
     assert types(live.evaluate()) == []
+
+
+def test_a_kind_whose_watch_broke_keeps_its_findings_stale_until_a_completed_relist_replaces_it() -> None:
+    telemetry = live_telemetry(KUSTOMIZATIONS)
+    live = LiveModel(ModelConfig(), telemetry, clock=Clock())
+    for name in ("apps", "gone"):
+        live.upsert(KUSTOMIZATIONS, stuck(name, since=T0 - timedelta(hours=2)))
+    assert types(live.evaluate()) == [("StuckReconciling", "apps"), ("StuckReconciling", "gone")]
+
+    telemetry.kind(KUSTOMIZATIONS.group, KUSTOMIZATIONS.kind).live = False  # down, then relisting
+    assert types(live.evaluate()) == [("StuckReconciling", "apps"), ("StuckReconciling", "gone")]
+    assert telemetry.stale
+    live.upsert(KUSTOMIZATIONS, stuck("apps", since=T0 - timedelta(hours=2)))  # the relist's first page
+    assert types(live.evaluate()) == [("StuckReconciling", "apps"), ("StuckReconciling", "gone")]
+
+    live.retain(KUSTOMIZATIONS, {("apps", "apps")})  # the relist completed without `gone`
+    assert types(live.evaluate()) == [("StuckReconciling", "apps")]
 
 
 def test_a_change_the_model_cannot_take_is_logged_and_the_next_ones_still_apply(

@@ -401,3 +401,124 @@ def test_retry_after_reads_seconds_or_an_http_date(header: str | None, expected:
 )
 def test_http_statuses_map_onto_a_small_fixed_set_of_metric_labels(code: int, label: str) -> None:
     assert classify(code) == label
+
+
+async def test_while_relisting_after_410_the_kind_is_stale_and_keeps_its_objects_until_the_list_completes(
+    rig: Callable[..., Rig],
+) -> None:
+    r = rig(options=replace(FAST, page_size=1))
+    release = asyncio.Event()
+    last = page([], "30")
+
+    async def held(request: web.Request) -> web.StreamResponse:
+        await release.wait()
+        return await last(request)
+
+    r.server.lists.extend(
+        [page([obj("kept", "1"), obj("gone", "2")], "10"), page([obj("kept", "1")], "30", cont="more"), held]
+    )
+    r.server.watches.append(stream(gone_event()))
+    r.telemetry.started = r.telemetry.up = True
+    await r.server.start()
+    r.start()
+    await poll(lambda: len(r.server.requests("list")) == 3, what="the relist's last page asked for")
+    assert not r.stats.live
+    assert r.telemetry.stale
+    assert r.telemetry.blind() == frozenset()
+    assert r.telemetry.ready() == (
+        False,
+        "watch broken, serving the last known objects as stale: Kustomization.kustomize.toolkit.fluxcd.io",
+    )
+    assert r.sink.names("Kustomization") == {"kept", "gone"}
+    release.set()
+    await poll(lambda: r.stats.relists.get("gone") == 1, what="relist completed")
+    assert r.sink.names("Kustomization") == {"kept"}
+    assert r.telemetry.ready() == (True, "ok")
+
+
+async def test_a_relist_that_breaks_midway_removes_nothing_and_the_next_complete_one_decides(
+    rig: Callable[..., Rig],
+) -> None:
+    r = rig(options=replace(FAST, page_size=1))
+    r.server.lists.extend(
+        [
+            page([obj("a", "1"), obj("b", "2")], "10"),
+            page([obj("a", "1")], "30", cont="more"),
+            status(500, "etcd timeout"),
+            page([obj("a", "1")], "40", cont="more"),
+            page([], "40"),
+        ]
+    )
+    r.server.watches.append(stream(gone_event()))
+    await r.server.start()
+    r.start()
+    await poll(lambda: r.stats.list_requests["server_error"] == 1, what="the relist broke")
+    assert r.sink.names("Kustomization") == {"a", "b"}
+    assert r.sink.deleted == []
+    await poll(lambda: r.stats.relists.get("gone") == 1, what="a complete relist")
+    assert r.sink.names("Kustomization") == {"a"}
+    assert r.sink.deleted == ["b"]
+
+
+class Ticks:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.mark.parametrize(
+    ("script", "said"),
+    [
+        pytest.param(
+            [(0, "lost")], ["WARNING API server unreachable"], id="the-first-failure-even-before-any-answer"
+        ),
+        pytest.param(
+            [(0, "lost"), (1, "lost"), (59, "lost")], ["WARNING API server unreachable"], id="then-quiet"
+        ),
+        pytest.param(
+            [(0, "lost"), (30, "lost"), (61, "lost"), (90, "lost"), (125, "lost")],
+            [
+                "WARNING API server unreachable",
+                "WARNING API server still unreachable",
+                "WARNING API server still unreachable",
+            ],
+            id="then-one-line-a-minute",
+        ),
+        pytest.param(
+            [(0, "reached"), (5, "lost"), (6, "lost"), (70, "reached"), (71, "reached")],
+            [
+                "INFO API server reachable",
+                "WARNING API server unreachable",
+                "INFO API server reachable again",
+            ],
+            id="and-the-recovery-once",
+        ),
+        pytest.param(
+            [(0, "reached"), (0, "rejected"), (1, "rejected"), (2, "accepted"), (3, "accepted")],
+            [
+                "INFO API server reachable",
+                "ERROR the API server rejects stalewatch's credentials (401 Unauthorized): check the "
+                "kubeconfig user or the ServiceAccount token",
+                "INFO the API server accepts stalewatch's credentials again",
+            ],
+            id="a-401-once-until-accepted",
+        ),
+    ],
+)
+def test_the_log_says_when_the_api_server_cannot_be_used_once_then_once_a_minute(
+    script: list[tuple[float, str]], said: list[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    clock, telemetry = Ticks(), Telemetry()
+    link = Link(telemetry, lambda up: None, clock=clock)
+    with caplog.at_level(logging.INFO, logger="stalewatch"):
+        for at, what in script:
+            clock.now = 1000.0 + at
+            if what == "lost":
+                link.lost(ConnectionRefusedError(111, "Connect call failed"))
+            elif what == "rejected":
+                link.rejected("Unauthorized")
+            else:
+                getattr(link, what)()
+    assert [f"{r.levelname} {r.getMessage()}" for r in caplog.records] == said

@@ -148,7 +148,6 @@ class Link:
                 "kubeconfig user or the ServiceAccount token",
                 extra=fields(error=message),
             )
-            self._on_change(True)
         self._telemetry.unauthorized = (
             f"401 Unauthorized: the API server rejects stalewatch's credentials ({message})"
         )
