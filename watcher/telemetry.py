@@ -128,9 +128,9 @@ class Telemetry:
 
     @property
     def stale(self) -> bool:
-        """Our data may lag the cluster: unreachable, not synced, a kind's watch is broken, or the
-        last evaluation failed (the one served is the last good one)."""
-        if not self.up or not self.synced or self.evaluation_error:
+        """Our data may lag the cluster: unreachable, credentials rejected, not synced, a kind's
+        watch is broken, or the last evaluation failed (the one served is the last good one)."""
+        if not self.up or self.unauthorized or not self.synced or self.evaluation_error:
             return True
         return any(not s.live for s in list(self.kinds.values()) if not s.forbidden)
 
