@@ -440,21 +440,29 @@ async def test_a_relist_that_breaks_midway_removes_nothing_and_the_next_complete
     rig: Callable[..., Rig],
 ) -> None:
     r = rig(options=replace(FAST, page_size=1))
+    release = asyncio.Event()
+    retried = page([obj("a", "1")], "40", cont="more")
+
+    async def held(request: web.Request) -> web.StreamResponse:
+        await release.wait()
+        return await retried(request)
+
     r.server.lists.extend(
         [
             page([obj("a", "1"), obj("b", "2")], "10"),
             page([obj("a", "1")], "30", cont="more"),
             status(500, "etcd timeout"),
-            page([obj("a", "1")], "40", cont="more"),
+            held,
             page([], "40"),
         ]
     )
     r.server.watches.append(stream(gone_event()))
     await r.server.start()
     r.start()
-    await poll(lambda: r.stats.list_requests["server_error"] == 1, what="the relist broke")
+    await poll(lambda: len(r.server.requests("list")) == 4, what="the relist broke and started over")
     assert r.sink.names("Kustomization") == {"a", "b"}
     assert r.sink.deleted == []
+    release.set()
     await poll(lambda: r.stats.relists.get("gone") == 1, what="a complete relist")
     assert r.sink.names("Kustomization") == {"a"}
     assert r.sink.deleted == ["b"]
