@@ -164,7 +164,7 @@ REFUSALS = {
     "403-an-account-without-list-rights": (
         "403 Forbidden: stalewatch may not list any kind it watches: ",
         "403 Forbidden",
-        "forbidden",
+        "Cannot see (403 Forbidden, not judged)",
     ),
 }
 """How each refusal is named: (/readyz reason prefix, log line, on the page)."""

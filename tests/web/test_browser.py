@@ -149,7 +149,7 @@ BANNERS = [
         live_telemetry(forbidden=True),
         [
             "Live: every watch is synced and the API server answers.",
-            "Cannot see (forbidden, not judged): Terraform.infra.contrib.fluxcd.io",
+            "Cannot see (403 Forbidden, not judged): Terraform.infra.contrib.fluxcd.io",
         ],
         LIVE_GREEN,
         id="live_with_a_forbidden_kind_named",

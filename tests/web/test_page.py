@@ -169,7 +169,7 @@ def test_a_clean_cluster_says_how_many_objects_were_found_healthy() -> None:
             },
             [
                 ("live", "Live: every watch is synced and the API server answers."),
-                ("stale", "Cannot see (forbidden, not judged): Pod, HelmRelease.helm.toolkit.fluxcd.io"),
+                ("stale", "Cannot see (403 Forbidden, not judged): Pod, HelmRelease.helm.toolkit.fluxcd.io"),
             ],
             id="forbidden-kinds",
         ),

@@ -172,7 +172,7 @@ def _banners(status: Mapping[str, Any]) -> Iterable[tuple[str, str]]:
         f"{k['kind']}.{k['group']}" if k["group"] else k["kind"] for k in status.get("forbidden_kinds") or []
     ]
     if forbidden:
-        yield "stale", "Cannot see (forbidden, not judged): " + ", ".join(forbidden)
+        yield "stale", "Cannot see (403 Forbidden, not judged): " + ", ".join(forbidden)
 
 
 def _findings(
