@@ -94,8 +94,24 @@ async def test_an_unreachable_api_server_is_served_as_not_ready_and_stale_and_si
         assert (summary["up"], summary["stale"], summary["synced"]) == (False, True, False)
         samples = parse_metrics((await status_of(f"{base}/metrics"))[1])
         assert samples["stalewatch_up", frozenset()] == 0
-        code, _, stderr = await stop(process)
+
+        async def refused() -> bool:
+            samples = parse_metrics((await status_of(f"{base}/metrics"))[1])
+            refusals = [
+                value
+                for (name, labels), value in samples.items()
+                if name == "stalewatch_list_requests_total" and ("result", "connection_error") in labels
+            ]
+            return sum(refusals) > 0
+
+        await poll(refused, within=10, what="a list refused")
+        code, logs, stderr = await stop(process)
     assert code == 0, stderr
+    said = [line for line in logs if "unreachable" in line["msg"]]
+    assert [(line["level"], line["msg"]) for line in said] == [("warning", "API server unreachable")], (
+        "the first failure is said once, even though the server was never reached"
+    )
+    assert "Connect" in said[0]["error"]
 
 
 @pytest.mark.parametrize(
