@@ -162,9 +162,14 @@ class Telemetry:
 
     def broken(self) -> list[str]:
         """Listed kinds whose watch is down or relisting: their last known objects are served, stale."""
-        return sorted(
-            _name(key) for key, s in list(self.kinds.items()) if s.synced and not s.live and not s.forbidden
-        )
+        return sorted(_name(key) for key in self._broken())
+
+    def stale_kinds(self) -> frozenset[str]:
+        """broken(), by kind name (as the model names kinds)."""
+        return frozenset(kind for _, kind in self._broken())
+
+    def _broken(self) -> list[KindKey]:
+        return [key for key, s in list(self.kinds.items()) if s.synced and not s.live and not s.forbidden]
 
     def unsynced(self) -> list[str]:
         return sorted(_name(key) for key, s in list(self.kinds.items()) if not s.synced and not s.forbidden)

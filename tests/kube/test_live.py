@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.kube.objects import cond, deployment, flux, pod, waiting
+from tests.kube.objects import cond, deployment, flux, lease, pod, waiting
 from tests.kube.support import poll
 from watcher.kube.live import LiveModel
 from watcher.kube.resources import Resource
@@ -27,6 +27,7 @@ T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 KUSTOMIZATIONS = Resource("kustomize.toolkit.fluxcd.io", "v1", "Kustomization", "kustomizations")
 DEPLOYMENTS = Resource("apps", "v1", "Deployment", "deployments")
 PODS = Resource("", "v1", "Pod", "pods")
+LEASES = Resource("coordination.k8s.io", "v1", "Lease", "leases")
 
 
 class Clock:
@@ -151,6 +152,25 @@ def test_a_kind_whose_watch_broke_keeps_its_findings_stale_until_a_completed_rel
 
     live.retain(KUSTOMIZATIONS, {("apps", "apps")})  # the relist completed without `gone`
     assert types(live.evaluate()) == [("StuckReconciling", "apps")]
+
+
+def test_a_lease_not_seen_renewed_while_its_watch_is_down_is_no_hung_leader_until_the_watch_says_so() -> None:
+    clock = Clock()
+    telemetry = live_telemetry(DEPLOYMENTS, PODS, LEASES)
+    live = LiveModel(ModelConfig(), telemetry, clock=clock)
+    live.upsert(DEPLOYMENTS, project(deployment("flux-system", "kustomize-controller")))
+    live.upsert(PODS, project(pod("flux-system", "kustomize-controller")))
+    holder = "kustomize-controller-5d4f8b7c9-x7k2p_1f2e"
+    name = "kustomize-controller-leader-election"
+    live.upsert(LEASES, project(lease("flux-system", name, holder=holder, duration=40, renewed=T0)))
+    assert types(live.evaluate()) == []
+
+    telemetry.kind(LEASES.group, LEASES.kind).live = False
+    clock.now = T0 + timedelta(minutes=10)  # renewals may have happened that we could not see
+    assert types(live.evaluate()) == []
+
+    telemetry.kind(LEASES.group, LEASES.kind).live = True  # resumed, and no renewal came: it is hung
+    assert ("ControllerDown", "kustomize-controller") in types(live.evaluate())
 
 
 def test_a_change_the_model_cannot_take_is_logged_and_the_next_ones_still_apply(

@@ -11,7 +11,9 @@ Honesty rules:
     data that stopped updating;
   * kinds we cannot see (403, or not listed yet) are blind in the model, so no finding and no
     ControllerDown is drawn from them; a kind whose watch broke after its list keeps its last
-    known objects (and their findings, served as stale) until a completed relist replaces them;
+    known objects (and their findings, served as stale) until a completed relist replaces them,
+    and a controller judged from it keeps its last verdict (a Lease not seen renewed while its
+    watch was down is no hung leader);
   * an evaluation that raises is never "healthy": the last good one stays served, the
     telemetry says why it is stale (/readyz 503, stalewatch_evaluation_failures_total), and
     the next tick tries again. Objects the model set aside (Evaluation.rejected) are counted
@@ -199,6 +201,7 @@ class LiveModel:
 
     def _evaluate(self) -> Evaluation:
         self.model.set_blind(self._telemetry.blind())
+        self.model.set_stale(self._telemetry.stale_kinds())
         with tracer().start_as_current_span("stalewatch.evaluate") as span:
             started = time.perf_counter()
             evaluation = self.model.evaluate(self._clock())

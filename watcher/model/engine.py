@@ -129,6 +129,7 @@ class HealthModel:
         self._states: dict[Key, ControllerState] = {}
         self._dirty_controllers: set[Key] = set()
         self._claims = Claims(self._config.controllers, ())
+        self._stale: frozenset[str] = frozenset()
         self._removals: dict[Key, _Removal] = {}
         self._deleted = RecentlyDeleted()
         self._due: dict[tuple[str, Key], datetime] = {}
@@ -233,6 +234,18 @@ class HealthModel:
                     self.delete(gone, now=now)
         if kind in self._store.blind:
             self.set_blind(self._store.blind - {kind})
+
+    def set_stale(self, kinds: Iterable[str]) -> None:
+        """Kinds whose watch is down or relisting, by `kind` name. Their last known objects stay
+        and are judged, but a controller judged from them (its workload, Pods or Lease) keeps its
+        last verdict until they are live again: a Lease not seen renewed while its watch was down
+        is no hung leader, and one seen down stays down."""
+        stale = frozenset(kinds)
+        if stale == self._stale:
+            return
+        self._stale = stale
+        self._dirty_controllers.update(self._controllers)
+        self._changed = True
 
     def set_blind(self, kinds: Iterable[str]) -> None:
         """Kinds the watcher cannot see (403, or not listed yet), by `kind` name. A kind whose
@@ -477,6 +490,10 @@ class HealthModel:
         for key in dirty:
             spec = self._controllers.get(key)
             workload = self._store.get(key)
+            held = not self._stale.isdisjoint((key.kind, "Pod", "Lease"))
+            if held and spec is not None and workload is not None:
+                self._dirty_controllers.add(key)  # judged again once its inputs are live (set_stale)
+                continue
             state, failed = None, []
             if spec is not None and workload is not None:
                 try:
