@@ -8,8 +8,8 @@ projections, which is why they are small: a typical Pod is under 1 KiB as JSON (
 container states keep no times, managedFields shrink to who wrote when (not for Pods
 and Events), and an empty string is left out (it reads the same as absent).
 
-The schema below is declarative: one table of the fields the rules read. Per field it
-says what happens when the value is wrong:
+The fields and their bounds are declared in schema.py; this module compiles each schema node
+into a check. Per field the schema says what happens when the value is wrong:
   * strict fields (kind, apiVersion, metadata.name/namespace/generation,
     status.observedGeneration, the status.conditions list itself, and anything beyond a
     sane size) raise MalformedObject: the object cannot be judged correctly without them;
@@ -34,18 +34,28 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, NoReturn
 
-from watcher.model.objects import MAX_DURATION_SECONDS
+from watcher.model.schema import (
+    EVENTS_V1_RENAMES,
+    INT64,
+    Bool,
+    Field,
+    Int,
+    Labels,
+    List,
+    Obj,
+    Str,
+    Time,
+    kind_schema,
+)
+from watcher.model.schema import MESSAGE_LIMIT as MESSAGE_LIMIT
 from watcher.model.types import RejectReason
 
-MESSAGE_LIMIT = 1024
-"""Condition and Event messages beyond this are cut (Flux messages can be tens of KiB)."""
 VALUE_LIMIT = 120
 """A rejected value is quoted up to this many characters."""
 MAX_REJECTED = 256
 """More out-of-range values than this in one object section is malformed."""
 REJECTED = "rejected"
 """The projection's key for its rejected fields (no Kubernetes object has one at top level)."""
-INT64 = 2**63
 
 
 class MalformedObject(ValueError):
@@ -265,271 +275,53 @@ def _list(
     return check
 
 
-_S = _str()
-_NAME = _str(253)
-_TOKEN = _str(316, intern=True)
-_MESSAGE = _str(MESSAGE_LIMIT)
-_I = _int()
-_SECONDS = _int(limit=int(MAX_DURATION_SECONDS), reason=RejectReason.DURATION_OUT_OF_RANGE)
-"""A number of seconds that becomes a timedelta (a Lease's duration, a progress deadline)."""
-_REF = _obj({"apiVersion": _TOKEN, "kind": _TOKEN, "name": _NAME, "namespace": _NAME})
+_COMPILED: dict[int, tuple[Field, Check]] = {}
 
-KEPT_ANNOTATIONS = (
-    "reconcile.fluxcd.io/",
-    "meta.helm.sh/",
-    "helm.toolkit.fluxcd.io/",
-    "kustomize.toolkit.fluxcd.io/",
-)
 
-_CONDITION = _obj(
-    {
-        "type": _TOKEN,
-        "status": _TOKEN,
-        "reason": _TOKEN,
-        "message": _MESSAGE,
-        "lastTransitionTime": _time,
-        "lastUpdateTime": _time,
-        "observedGeneration": _I,
-    },
-    strict=True,
-    required=("type", "status"),
-)
-_CONDITIONS = _list(_CONDITION, limit=64, strict=True)
+def compiled(node: Field) -> Check:
+    """The check of one schema node (built once: shared nodes such as conditions share theirs)."""
+    known = _COMPILED.get(id(node))
+    if known is None:
+        known = _COMPILED[id(node)] = (node, _COMPILERS[type(node)](node))
+    return known[1]
 
-_METADATA_FIELDS: dict[str, Check] = {
-    "name": _str(253, strict=True),
-    "namespace": _str(63, strict=True, intern=True),
-    "generation": _int(strict=True),
-    "creationTimestamp": _time,
-    "deletionTimestamp": _time,
-    "labels": _labels(256),
-    "annotations": _labels(
-        limit=64, keep=lambda k: k.startswith(KEPT_ANNOTATIONS), value_limit=MESSAGE_LIMIT
-    ),
-    "ownerReferences": _list(
-        _obj({"apiVersion": _TOKEN, "kind": _TOKEN, "name": _NAME, "controller": _bool}),
-        limit=32,
-    ),
+
+def _compile_obj(node: Obj) -> Check:
+    fields = {name: compiled(field) for name, field in node.fields.items()}
+    return _obj(fields, strict=node.strict, required=node.required, keep_empty=node.keep_empty)
+
+
+def _compile_list(node: List) -> Check:
+    only = None
+    if node.types is not None:
+        types = node.types
+
+        def only(c: Any) -> bool:
+            return type(c) is not dict or (isinstance(c.get("type"), str) and c["type"] in types)
+
+    return _list(compiled(node.item), limit=node.limit, strict=node.strict, truncate=node.truncate, only=only)
+
+
+def _compile_labels(node: Labels) -> Check:
+    keep = None
+    if node.keep:
+        prefixes = node.keep
+
+        def keep(key: str) -> bool:
+            return key.startswith(prefixes)
+
+    return _labels(node.limit, keep=keep, value_limit=node.value_limit)
+
+
+_COMPILERS: dict[type, Callable[[Any], Check]] = {
+    Str: lambda n: _str(n.limit, strict=n.strict, intern=n.intern),
+    Int: lambda n: _int(n.strict, limit=n.limit, reason=n.reason),
+    Bool: lambda n: _bool,
+    Time: lambda n: _time,
+    Labels: _compile_labels,
+    Obj: _compile_obj,
+    List: _compile_list,
 }
-_MANAGED_FIELDS = _list(
-    _obj({"manager": _TOKEN, "operation": _TOKEN, "subresource": _TOKEN, "time": _time}),
-    limit=32,
-    truncate=True,
-)
-_CONTAINERS = _list(_obj({"name": _TOKEN, "image": _str(1024)}), limit=64)
-_SELECTOR = _obj({"matchLabels": _labels(64)})
-
-# -- Kind-specific spec and status fields -----------------------------------------------------
-
-_GITOPS_SPEC: dict[str, Check] = {
-    "interval": _TOKEN,
-    "retryInterval": _TOKEN,
-    "suspend": _bool,
-    "sourceRef": _REF,
-    "dependsOn": _list(
-        _obj({"name": _NAME, "namespace": _NAME, "kind": _TOKEN, "apiVersion": _TOKEN}, required=("name",)),
-        limit=256,
-    ),
-    "chart": _obj({"spec": _obj({"chart": _S, "version": _S, "sourceRef": _REF})}),
-    "chartRef": _REF,
-    "releaseName": _NAME,
-    "targetNamespace": _NAME,
-    "storageNamespace": _NAME,
-    "approvePlan": _S,
-}
-_GITOPS_STATUS: dict[str, Check] = {
-    "conditions": _CONDITIONS,
-    "observedGeneration": _int(strict=True),
-    "lastAppliedRevision": _S,
-    "lastAttemptedRevision": _S,
-    "lastHandledReconcileAt": _S,
-    "helmChart": _S,
-    "artifact": _obj({"revision": _S, "digest": _S, "lastUpdateTime": _time}),
-    "inventory": _obj({"entries": _list(_obj({"id": _S, "v": _TOKEN}, required=("id",)), limit=100_000)}),
-    "history": _list(
-        _obj(
-            {
-                "name": _NAME,
-                "namespace": _NAME,
-                "version": _I,
-                "status": _TOKEN,
-                "chartName": _S,
-                "chartVersion": _S,
-                "appVersion": _S,
-                "digest": _S,
-                "ociDigest": _S,
-            }
-        ),
-        limit=5,
-        truncate=True,
-    ),
-    "plan": _obj({"pending": _S}),
-}
-
-_WORKLOAD_SPEC: dict[str, Check] = {
-    "replicas": _I,
-    "selector": _SELECTOR,
-    "progressDeadlineSeconds": _SECONDS,
-    "updateStrategy": _obj({"type": _TOKEN, "rollingUpdate": _obj({"partition": _I})}),
-    "template": _obj({"spec": _obj({"containers": _CONTAINERS, "initContainers": _CONTAINERS})}),
-}
-_WORKLOAD_STATUS: dict[str, Check] = {
-    "conditions": _CONDITIONS,
-    "observedGeneration": _int(strict=True),
-    **{
-        name: _I
-        for name in (
-            "replicas",
-            "readyReplicas",
-            "availableReplicas",
-            "updatedReplicas",
-            "currentReplicas",
-            "unavailableReplicas",
-            "fullyLabeledReplicas",
-            "desiredNumberScheduled",
-            "currentNumberScheduled",
-            "updatedNumberScheduled",
-            "numberAvailable",
-            "numberReady",
-        )
-    },
-    "currentRevision": _S,
-    "updateRevision": _S,
-}
-
-_TERMINATED = _obj({"reason": _TOKEN, "exitCode": _I})
-_CONTAINER_STATE = _obj(
-    {
-        "waiting": _obj({"reason": _TOKEN, "message": _MESSAGE}),
-        "running": _obj({}),
-        "terminated": _TERMINATED,
-    }
-)
-"""Which state a container is in (running is kept as a marker) and why; no times: none is read."""
-_LAST_STATE = _obj({"terminated": _TERMINATED}, keep_empty=False)
-_CONTAINER_STATUSES = _list(
-    _obj(
-        {
-            "name": _TOKEN,
-            "image": _str(1024, intern=True),
-            "ready": _bool,
-            "restartCount": _I,
-            "state": _CONTAINER_STATE,
-            "lastState": _LAST_STATE,
-        },
-        required=("name",),
-    ),
-    limit=64,
-)
-POD_CONDITIONS = frozenset({"Ready", "PodScheduled", "Reconciling", "Stalled"})
-"""The only Pod conditions any rule reads (kstatus' generic checks and Pod rule, and ours); the
-rest is dropped."""
-
-_POD_SPEC: dict[str, Check] = {}
-"""A Pod's images are read from its containerStatuses (kubelet reports the spec image there)."""
-_POD_STATUS: dict[str, Check] = {
-    "observedGeneration": _int(strict=True),
-    "phase": _TOKEN,
-    "reason": _TOKEN,
-    "message": _MESSAGE,
-    "startTime": _time,
-    "conditions": _list(
-        _CONDITION,
-        limit=64,
-        strict=True,
-        only=lambda c: (
-            type(c) is not dict or (isinstance(c.get("type"), str) and c["type"] in POD_CONDITIONS)
-        ),
-    ),
-    "containerStatuses": _CONTAINER_STATUSES,
-    "initContainerStatuses": _CONTAINER_STATUSES,
-}
-
-_LEASE_SPEC: dict[str, Check] = {
-    "holderIdentity": _S,
-    "leaseDurationSeconds": _SECONDS,
-    "renewTime": _time,
-    "acquireTime": _time,
-    "leaseTransitions": _I,
-}
-_CRD_SPEC: dict[str, Check] = {
-    "group": _TOKEN,
-    "scope": _TOKEN,
-    "names": _obj({"kind": _TOKEN, "plural": _TOKEN}),
-    "versions": _list(_obj({"name": _TOKEN, "served": _bool, "storage": _bool}), limit=64),
-}
-_JOB_SPEC: dict[str, Check] = {"parallelism": _I, "completions": _I, "suspend": _bool}
-_GENERIC_STATUS: dict[str, Check] = {"conditions": _CONDITIONS, "observedGeneration": _int(strict=True)}
-"""What kstatus' generic checks read on every kind (its Reconciling/Stalled conditions and
-observedGeneration), kept on the built-ins whose own fields say nothing of them."""
-_JOB_STATUS: dict[str, Check] = {
-    **_GENERIC_STATUS,
-    "succeeded": _I,
-    "active": _I,
-    "failed": _I,
-    "startTime": _time,
-}
-_SERVICE_SPEC: dict[str, Check] = {"type": _TOKEN, "clusterIP": _S}
-_PVC_STATUS: dict[str, Check] = {**_GENERIC_STATUS, "phase": _TOKEN}
-
-SECTIONS: dict[tuple[str, str], tuple[dict[str, Check], dict[str, Check]]] = {
-    ("apps", "Deployment"): (_WORKLOAD_SPEC, _WORKLOAD_STATUS),
-    ("apps", "StatefulSet"): (_WORKLOAD_SPEC, _WORKLOAD_STATUS),
-    ("apps", "DaemonSet"): (_WORKLOAD_SPEC, _WORKLOAD_STATUS),
-    ("apps", "ReplicaSet"): (_WORKLOAD_SPEC, _WORKLOAD_STATUS),
-    ("extensions", "Deployment"): (_WORKLOAD_SPEC, _WORKLOAD_STATUS),
-    ("extensions", "DaemonSet"): (_WORKLOAD_SPEC, _WORKLOAD_STATUS),
-    ("extensions", "ReplicaSet"): (_WORKLOAD_SPEC, _WORKLOAD_STATUS),
-    ("", "Pod"): (_POD_SPEC, _POD_STATUS),
-    ("coordination.k8s.io", "Lease"): (_LEASE_SPEC, {}),
-    ("apiextensions.k8s.io", "CustomResourceDefinition"): (_CRD_SPEC, _GENERIC_STATUS),
-    ("batch", "Job"): (_JOB_SPEC, _JOB_STATUS),
-    ("", "Service"): (_SERVICE_SPEC, _GENERIC_STATUS),
-    ("", "PersistentVolumeClaim"): ({}, _PVC_STATUS),
-    ("", "Secret"): ({}, _GENERIC_STATUS),
-    ("", "ConfigMap"): ({}, _GENERIC_STATUS),
-}
-"""Built-in kinds; anything else is treated as a custom resource (the GitOps fields). Each keeps
-every field kstatus reads on it (its generic checks and its rule in core.go's table, the
-extensions/ twins of the workloads included); kinds kstatus has a rule for but no row here
-(CronJob, PodDisruptionBudget) read only the generic fields, which the GitOps fields hold."""
-
-EVENT_KINDS = {("", "Event"), ("events.k8s.io", "Event")}
-_EVENT_FIELDS: dict[str, Check] = {
-    "type": _TOKEN,
-    "reason": _TOKEN,
-    "message": _MESSAGE,
-    "count": _I,
-    "firstTimestamp": _time,
-    "lastTimestamp": _time,
-    "eventTime": _time,
-    "series": _obj({"count": _I, "lastObservedTime": _time}),
-    "involvedObject": _obj(
-        {"apiVersion": _TOKEN, "kind": _TOKEN, "name": _NAME, "namespace": _NAME},
-        required=("kind", "name"),
-    ),
-    "reportingController": _TOKEN,
-}
-EVENTS_V1_RENAMES = {
-    "regarding": "involvedObject",
-    "note": "message",
-    "deprecatedCount": "count",
-    "deprecatedFirstTimestamp": "firstTimestamp",
-    "deprecatedLastTimestamp": "lastTimestamp",
-}
-"""events.k8s.io/v1 spells the core/v1 fields differently; projections use the core/v1 names."""
-
-
-_METADATA = _obj({**_METADATA_FIELDS, "managedFields": _MANAGED_FIELDS}, strict=True)
-_METADATA_WITHOUT_HISTORY = _obj(_METADATA_FIELDS, strict=True)
-"""Pods and Events change constantly and no rule dates their spec writes: no managedFields."""
-
-_CHECKS: dict[tuple[str, str], tuple[Check, Check, Check]] = {
-    group_kind: (_METADATA_WITHOUT_HISTORY if group_kind[1] == "Pod" else _METADATA, _obj(spec), _obj(status))
-    for group_kind, (spec, status) in SECTIONS.items()
-}
-_CUSTOM = (_METADATA, _obj(_GITOPS_SPEC), _obj(_GITOPS_STATUS))
-_EVENT = _obj(_EVENT_FIELDS)
 
 
 def project(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -554,21 +346,18 @@ def project(obj: Mapping[str, Any]) -> dict[str, Any]:
 def _project(
     obj: Mapping[str, Any], kind: str, api_version: str, metadata: Mapping[str, Any]
 ) -> dict[str, Any]:
-    group = api_version.rpartition("/")[0]
-    event = (group, kind) in EVENT_KINDS
-    meta_check, spec_check, status_check = _CHECKS.get((group, kind), _CUSTOM)
-    if event:
-        meta_check = _METADATA_WITHOUT_HISTORY
+    schema = kind_schema(api_version.rpartition("/")[0], kind)
     rejected: list[dict[str, str]] = []
-    meta = _section(meta_check, metadata, "metadata", rejected)
+    meta = _section(compiled(schema.metadata), metadata, "metadata", rejected)
     out: dict[str, Any] = {"apiVersion": sys.intern(api_version), "kind": sys.intern(kind), "metadata": meta}
-    if event:
-        out.update(_section(_EVENT, {EVENTS_V1_RENAMES.get(k, k): v for k, v in obj.items()}, "", rejected))
-    else:
-        for name, check in (("spec", spec_check), ("status", status_check)):
-            section = _section(check, obj.get(name), name, rejected)
+    for name, fields in schema.sections.items():
+        if name:
+            section = _section(compiled(fields), obj.get(name), name, rejected)
             if section:
                 out[name] = section
+        else:  # fields at the top level: an Event's, under their core/v1 names
+            top = {EVENTS_V1_RENAMES.get(k, k): v for k, v in obj.items()}
+            out.update(_section(compiled(fields), top, "", rejected))
     if rejected:
         out[REJECTED] = rejected
     return out

@@ -9,24 +9,24 @@ The few rules a Struct cannot state (Pod conditions kept by type, interned token
 annotations kept by prefix, truncated lists, parseable timestamps, events.k8s.io names)
 are applied after decoding, on the handful of fields that survive.
 
+The Structs and their steps are generated from schema.py, the declaration project() is
+compiled from too (fastpath/shapes.py), so the two read the same fields with the same bounds.
+
 The fast path only answers when it is sure the result EQUALS project() of the same
 object. Whenever it is not (a null, a wrong type, an over-long value, an entry project()
 would drop, an ERROR event), it answers None and the caller takes the slow path
 (orjson.loads + project()), so every lenient and strict rule and every MalformedObject
-message keeps its meaning. Kinds without a Struct shape here always take the slow path.
+message keeps its meaning.
 
-A Pod that is running and ready with nothing failing (Pod.healthy(), by far the usual Pod)
+A Pod that is running and ready with nothing failing (kinds.healthy(), by far the usual Pod)
 is not built as dicts at all: it is encoded straight into the Store's packed form
 (graph.Packed), which the model keeps without judging it again (HealthModel.upsert). So is
 every ReplicaSet, which no rule judges.
-
-The shapes: fields.py (field types, metadata, conditions), kinds.py (Pods, workloads, Leases,
-Events), gitops.py (Flux and tofu-controller kinds). They take project()'s own tables, and a
-test checks that they decode exactly the fields project() keeps.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any, Generic, Literal, NamedTuple, TypeVar
 
@@ -34,12 +34,12 @@ import msgspec
 import orjson
 from msgspec import Struct
 
-from watcher.model.fastpath.fields import Object, Unsure, intern
-from watcher.model.fastpath.gitops import GitOps
-from watcher.model.fastpath.kinds import KubeEvent, Lease, Pod, Workload, event_fields
+from watcher.model.fastpath.kinds import event_fields, healthy
+from watcher.model.fastpath.shapes import Unsure, intern, kind_shape
 from watcher.model.graph import Packed, pack
 from watcher.model.objects import Key
-from watcher.model.projection import EVENT_KINDS, SECTIONS, project
+from watcher.model.projection import project
+from watcher.model.schema import EVENT_KINDS, kind_schema
 
 ObjectKey = tuple[str, str]
 """(namespace, name) within one kind."""
@@ -94,13 +94,16 @@ class FastPath:
     """The decoders of one watched kind; apiVersion and kind come from the watched resource
     (list items carry neither), exactly as the reflector sets them before project()."""
 
-    def __init__(self, api_version: str, kind: str, shape: type[Object]) -> None:
+    def __init__(self, api_version: str, kind: str) -> None:
         self.api_version, self.kind = intern(api_version), intern(kind)
         self._group = api_version.rpartition("/")[0]
-        self.shape = shape
-        self._watch: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_Watch[shape])  # type: ignore[valid-type]
-        self._list: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_List[shape])  # type: ignore[valid-type]
-        self._finish = event_fields if shape is KubeEvent else _sections
+        shape = kind_shape(kind_schema(self._group, kind))
+        self.shape = shape.struct
+        self._fix, self._check, self._intern = (step or _nothing for step in shape[1:])
+        self._watch: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_Watch[shape.struct])  # type: ignore[name-defined]
+        self._list: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_List[shape.struct])  # type: ignore[name-defined]
+        self._event = (self._group, kind) in EVENT_KINDS
+        self._pod = (self._group, kind) == ("", "Pod")
         self._packs = (self._group, kind) == ("apps", "ReplicaSet")
         """No rule judges a ReplicaSet (it only links Pods to their Deployment): it comes packed."""
 
@@ -131,15 +134,24 @@ class FastPath:
         if not meta.name:
             raise Unsure("no metadata.name: project() says so")
         key = (meta.namespace or "", meta.name)
-        if self.shape is Pod:
-            packed = obj.packed(self.api_version, self.kind)
-            if packed is not None:
-                return key, Packed(Key(self._group, self.kind, *key), packed)
-        obj.fix()
-        out = {"apiVersion": self.api_version, "kind": self.kind, **self._finish(msgspec.to_builtins(obj))}
+        meta.resourceVersion = ""
+        obj.apiVersion, obj.kind = self.api_version, self.kind
+        if self._pod:  # checked first: a healthy Pod is packed, and needs no interned strings
+            self._check(obj)
+            if healthy(obj):
+                return key, Packed(Key(self._group, self.kind, *key), pack(obj))
+            self._intern(obj)
+        else:
+            self._fix(obj)
+        fields = msgspec.to_builtins(obj)
+        out = event_fields(fields) if self._event else _sections(fields)
         if self._packs:
             return key, Packed(Key(self._group, self.kind, *key), pack(out))
         return key, out
+
+
+def _nothing(obj: Any) -> None:
+    """The steps of a kind that needs none."""
 
 
 def _sections(fields: dict[str, Any]) -> dict[str, Any]:
@@ -150,34 +162,10 @@ def _sections(fields: dict[str, Any]) -> dict[str, Any]:
     return fields
 
 
-_SHAPES: dict[tuple[str, str], type[Object]] = {
-    ("", "Pod"): Pod,
-    ("apps", "Deployment"): Workload,
-    ("apps", "StatefulSet"): Workload,
-    ("apps", "DaemonSet"): Workload,
-    ("apps", "ReplicaSet"): Workload,
-    ("extensions", "Deployment"): Workload,
-    ("extensions", "DaemonSet"): Workload,
-    ("extensions", "ReplicaSet"): Workload,
-    ("coordination.k8s.io", "Lease"): Lease,
-    **dict.fromkeys(EVENT_KINDS, KubeEvent),
-}
-"""Built-in kinds with a fast path; every kind project() treats as a custom resource gets the
-GitOps shape; the remaining built-ins (CRDs, Jobs, Services, ...) take the slow path."""
-
-_CACHE: dict[tuple[str, str], FastPath | None] = {}
-
-
-def fast_path(api_version: str, kind: str) -> FastPath | None:
-    """The fast path of a watched kind, or None when it has none (built once per kind)."""
-    key = (api_version, kind)
-    if key not in _CACHE:
-        group = api_version.rpartition("/")[0]
-        shape = _SHAPES.get((group, kind))
-        if shape is None and (group, kind) not in SECTIONS:
-            shape = GitOps
-        _CACHE[key] = FastPath(api_version, kind, shape) if shape is not None else None
-    return _CACHE[key]
+@functools.cache
+def fast_path(api_version: str, kind: str) -> FastPath:
+    """The fast path of a watched kind (built once per kind: every kind has one)."""
+    return FastPath(api_version, kind)
 
 
 def decode_event(line: bytes, *, api_version: str, kind: str) -> tuple[str, Mapping[str, Any] | None]:
@@ -185,8 +173,7 @@ def decode_event(line: bytes, *, api_version: str, kind: str) -> tuple[str, Mapp
     would give it: the fast path when it is sure, else exactly that slow path. The projection
     is None for BOOKMARK and ERROR events; a malformed object raises MalformedObject and an
     unreadable line orjson.JSONDecodeError, as the slow path does."""
-    fast = fast_path(api_version, kind)
-    decoded = fast.event(line) if fast is not None else None
+    decoded = fast_path(api_version, kind).event(line)
     if decoded is not None:
         return decoded.type, decoded.object
     event = orjson.loads(line)

@@ -1,0 +1,392 @@
+"""What stalewatch reads of each kind, declared once, as data.
+
+Every field a rule reads is named here with its type and what bounds it: a length limit, an
+entry count, whether it is interned, required in its entry, cut when long, or strict (a
+wrong value makes the whole object malformed instead of dropping the field). Two things are
+generated from this table, so neither can miss a field the other keeps:
+  * projection.py compiles it into the strict validating projection (`project()`), used on
+    snapshots and whenever the fast path steps aside;
+  * fastpath/shapes.py turns it into msgspec Structs that decode exactly these fields (the
+    limits become the types' constraints) plus the few steps a type cannot say (interning,
+    timestamps parsed, lists cut or kept by type, annotations kept by prefix).
+The model of this is config.py, which builds its settings from the Thresholds dataclass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from watcher.model.objects import MAX_DURATION_SECONDS
+from watcher.model.types import RejectReason
+
+MESSAGE_LIMIT = 1024
+"""Condition and Event messages beyond this are cut (Flux messages can be tens of KiB)."""
+INT64 = 2**63
+
+
+@dataclass(frozen=True, eq=False)
+class Str:
+    """A string; "" reads as absent unless strict. Longer than `limit` is cut (malformed if strict)."""
+
+    limit: int | None = None
+    strict: bool = False
+    intern: bool = False
+
+
+@dataclass(frozen=True, eq=False)
+class Int:
+    """An integer in [-limit, limit); beyond is rejected (the field dropped, the object marked)."""
+
+    strict: bool = False
+    limit: int = INT64
+    reason: RejectReason = RejectReason.INTEGER_OUT_OF_RANGE
+
+
+@dataclass(frozen=True, eq=False)
+class Bool:
+    """A boolean (an integer is not one)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Time:
+    """An RFC3339 timestamp, kept as written; unparseable is dropped, out of UTC range rejected."""
+
+
+@dataclass(frozen=True, eq=False)
+class Labels:
+    """A str->str map; entries with other values are dropped; more than `limit` kept is malformed.
+    `keep`: only keys with one of these prefixes; `value_limit`: values cut (and not interned)."""
+
+    limit: int
+    keep: tuple[str, ...] = ()
+    value_limit: int | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Obj:
+    """A mapping of known fields (others ignored). `strict`: a non-mapping is malformed (else
+    dropped). `required`: an entry without these is dropped; so is an empty one unless `keep_empty`
+    (an empty mapping can be a marker, e.g. state.running)."""
+
+    fields: Mapping[str, Field]
+    strict: bool = False
+    required: tuple[str, ...] = ()
+    keep_empty: bool = True
+
+
+@dataclass(frozen=True, eq=False)
+class List:
+    """A list of entries. More than `limit` is malformed, or cut when `truncate`. `types`: only
+    entries whose "type" is one of these are read at all (Pod conditions)."""
+
+    item: Obj
+    limit: int
+    strict: bool = False
+    truncate: bool = False
+    types: frozenset[str] | None = None
+
+
+Field = Str | Int | Bool | Time | Labels | Obj | List
+
+
+@dataclass(frozen=True, eq=False)
+class Kind:
+    """One kind's metadata and sections; the section named "" is read at the top level (Events)."""
+
+    metadata: Obj
+    sections: Mapping[str, Obj] = field(default_factory=dict)
+
+
+S = Str()
+NAME = Str(253)
+TOKEN = Str(316, intern=True)
+MESSAGE = Str(MESSAGE_LIMIT)
+I = Int()  # noqa: E741 (a type name, as in the tables)
+SECONDS = Int(limit=int(MAX_DURATION_SECONDS), reason=RejectReason.DURATION_OUT_OF_RANGE)
+"""A number of seconds that becomes a timedelta (a Lease's duration, a progress deadline)."""
+GENERATION = Int(strict=True)
+REF = Obj({"apiVersion": TOKEN, "kind": TOKEN, "name": NAME, "namespace": NAME})
+
+KEPT_ANNOTATIONS = (
+    "reconcile.fluxcd.io/",
+    "meta.helm.sh/",
+    "helm.toolkit.fluxcd.io/",
+    "kustomize.toolkit.fluxcd.io/",
+)
+
+CONDITION = Obj(
+    {
+        "type": TOKEN,
+        "status": TOKEN,
+        "reason": TOKEN,
+        "message": MESSAGE,
+        "lastTransitionTime": Time(),
+        "lastUpdateTime": Time(),
+        "observedGeneration": I,
+    },
+    strict=True,
+    required=("type", "status"),
+)
+CONDITIONS = List(CONDITION, limit=64, strict=True)
+
+_METADATA_FIELDS: dict[str, Field] = {
+    "name": Str(253, strict=True),
+    "namespace": Str(63, strict=True, intern=True),
+    "generation": GENERATION,
+    "creationTimestamp": Time(),
+    "deletionTimestamp": Time(),
+    "labels": Labels(256),
+    "annotations": Labels(64, keep=KEPT_ANNOTATIONS, value_limit=MESSAGE_LIMIT),
+    "ownerReferences": List(
+        Obj({"apiVersion": TOKEN, "kind": TOKEN, "name": NAME, "controller": Bool()}), limit=32
+    ),
+}
+METADATA = Obj(
+    {
+        **_METADATA_FIELDS,
+        "managedFields": List(
+            Obj({"manager": TOKEN, "operation": TOKEN, "subresource": TOKEN, "time": Time()}),
+            limit=32,
+            truncate=True,
+        ),
+    },
+    strict=True,
+)
+METADATA_WITHOUT_HISTORY = Obj(_METADATA_FIELDS, strict=True)
+"""Pods and Events change constantly and no rule dates their spec writes: no managedFields."""
+
+_CONTAINERS = List(Obj({"name": TOKEN, "image": Str(1024)}), limit=64)
+
+# -- Flux and tofu-controller kinds: every kind not named below -------------------------------
+
+CUSTOM = Kind(
+    METADATA,
+    {
+        "spec": Obj(
+            {
+                "interval": TOKEN,
+                "retryInterval": TOKEN,
+                "suspend": Bool(),
+                "sourceRef": REF,
+                "dependsOn": List(
+                    Obj(
+                        {"name": NAME, "namespace": NAME, "kind": TOKEN, "apiVersion": TOKEN},
+                        required=("name",),
+                    ),
+                    limit=256,
+                ),
+                "chart": Obj({"spec": Obj({"chart": S, "version": S, "sourceRef": REF})}),
+                "chartRef": REF,
+                "releaseName": NAME,
+                "targetNamespace": NAME,
+                "storageNamespace": NAME,
+                "approvePlan": S,
+            }
+        ),
+        "status": Obj(
+            {
+                "conditions": CONDITIONS,
+                "observedGeneration": GENERATION,
+                "lastAppliedRevision": S,
+                "lastAttemptedRevision": S,
+                "lastHandledReconcileAt": S,
+                "helmChart": S,
+                "artifact": Obj({"revision": S, "digest": S, "lastUpdateTime": Time()}),
+                "inventory": Obj(
+                    {"entries": List(Obj({"id": S, "v": TOKEN}, required=("id",)), limit=100_000)}
+                ),
+                "history": List(
+                    Obj(
+                        {
+                            "name": NAME,
+                            "namespace": NAME,
+                            "version": I,
+                            "status": TOKEN,
+                            **dict.fromkeys(
+                                ("chartName", "chartVersion", "appVersion", "digest", "ociDigest"), S
+                            ),
+                        }
+                    ),
+                    limit=5,
+                    truncate=True,
+                ),
+                "plan": Obj({"pending": S}),
+            }
+        ),
+    },
+)
+
+# -- Built-in kinds -----------------------------------------------------------------------------
+
+_WORKLOAD = Kind(
+    METADATA,
+    {
+        "spec": Obj(
+            {
+                "replicas": I,
+                "selector": Obj({"matchLabels": Labels(64)}),
+                "progressDeadlineSeconds": SECONDS,
+                "updateStrategy": Obj({"type": TOKEN, "rollingUpdate": Obj({"partition": I})}),
+                "template": Obj({"spec": Obj({"containers": _CONTAINERS, "initContainers": _CONTAINERS})}),
+            }
+        ),
+        "status": Obj(
+            {
+                "conditions": CONDITIONS,
+                "observedGeneration": GENERATION,
+                **dict.fromkeys(
+                    (
+                        "replicas",
+                        "readyReplicas",
+                        "availableReplicas",
+                        "updatedReplicas",
+                        "currentReplicas",
+                        "unavailableReplicas",
+                        "fullyLabeledReplicas",
+                        "desiredNumberScheduled",
+                        "currentNumberScheduled",
+                        "updatedNumberScheduled",
+                        "numberAvailable",
+                        "numberReady",
+                    ),
+                    I,
+                ),
+                "currentRevision": S,
+                "updateRevision": S,
+            }
+        ),
+    },
+)
+
+_TERMINATED = Obj({"reason": TOKEN, "exitCode": I})
+_CONTAINER_STATUSES = List(
+    Obj(
+        {
+            "name": TOKEN,
+            "image": Str(1024, intern=True),
+            "ready": Bool(),
+            "restartCount": I,
+            # Which state a container is in (running is kept as a marker) and why; no times: none is read.
+            "state": Obj(
+                {
+                    "waiting": Obj({"reason": TOKEN, "message": MESSAGE}),
+                    "running": Obj({}),
+                    "terminated": _TERMINATED,
+                }
+            ),
+            "lastState": Obj({"terminated": _TERMINATED}, keep_empty=False),
+        },
+        required=("name",),
+    ),
+    limit=64,
+)
+POD_CONDITIONS = frozenset({"Ready", "PodScheduled", "Reconciling", "Stalled"})
+"""The only Pod conditions any rule reads (kstatus' generic checks and Pod rule, and ours); the
+rest is dropped."""
+
+_POD = Kind(
+    METADATA_WITHOUT_HISTORY,
+    {
+        # No spec: a Pod's images are read from its containerStatuses (kubelet reports the spec image there).
+        "status": Obj(
+            {
+                "observedGeneration": GENERATION,
+                "phase": TOKEN,
+                "reason": TOKEN,
+                "message": MESSAGE,
+                "startTime": Time(),
+                "conditions": List(CONDITION, limit=64, strict=True, types=POD_CONDITIONS),
+                "containerStatuses": _CONTAINER_STATUSES,
+                "initContainerStatuses": _CONTAINER_STATUSES,
+            }
+        ),
+    },
+)
+
+_GENERIC_STATUS = Obj({"conditions": CONDITIONS, "observedGeneration": GENERATION})
+"""What kstatus' generic checks read on every kind (its Reconciling/Stalled conditions and
+observedGeneration), kept on the built-ins whose own fields say nothing of them."""
+
+
+def _built_in(spec: Mapping[str, Field] | None = None, status: Obj = _GENERIC_STATUS) -> Kind:
+    return Kind(METADATA, {"spec": Obj(spec or {}), "status": status})
+
+
+EVENT_KINDS = {("", "Event"), ("events.k8s.io", "Event")}
+_EVENT = Kind(
+    METADATA_WITHOUT_HISTORY,
+    {
+        "": Obj(
+            {
+                "type": TOKEN,
+                "reason": TOKEN,
+                "message": MESSAGE,
+                "count": I,
+                "firstTimestamp": Time(),
+                "lastTimestamp": Time(),
+                "eventTime": Time(),
+                "series": Obj({"count": I, "lastObservedTime": Time()}),
+                "involvedObject": Obj(REF.fields, required=("kind", "name")),
+                "reportingController": TOKEN,
+            }
+        )
+    },
+)
+EVENTS_V1_RENAMES = {
+    "regarding": "involvedObject",
+    "note": "message",
+    "deprecatedCount": "count",
+    "deprecatedFirstTimestamp": "firstTimestamp",
+    "deprecatedLastTimestamp": "lastTimestamp",
+}
+"""events.k8s.io/v1 spells the core/v1 fields differently; projections use the core/v1 names."""
+
+KINDS: dict[tuple[str, str], Kind] = {
+    **dict.fromkeys(
+        [("apps", k) for k in ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet")]
+        + [("extensions", k) for k in ("Deployment", "DaemonSet", "ReplicaSet")],
+        _WORKLOAD,
+    ),
+    ("", "Pod"): _POD,
+    ("coordination.k8s.io", "Lease"): Kind(
+        METADATA,
+        {
+            "spec": Obj(
+                {
+                    "holderIdentity": S,
+                    "leaseDurationSeconds": SECONDS,
+                    "renewTime": Time(),
+                    "acquireTime": Time(),
+                    "leaseTransitions": I,
+                }
+            )
+        },
+    ),
+    ("apiextensions.k8s.io", "CustomResourceDefinition"): _built_in(
+        {
+            "group": TOKEN,
+            "scope": TOKEN,
+            "names": Obj({"kind": TOKEN, "plural": TOKEN}),
+            "versions": List(Obj({"name": TOKEN, "served": Bool(), "storage": Bool()}), limit=64),
+        }
+    ),
+    ("batch", "Job"): _built_in(
+        {"parallelism": I, "completions": I, "suspend": Bool()},
+        Obj({**_GENERIC_STATUS.fields, "succeeded": I, "active": I, "failed": I, "startTime": Time()}),
+    ),
+    ("", "Service"): _built_in({"type": TOKEN, "clusterIP": S}),
+    ("", "PersistentVolumeClaim"): _built_in(status=Obj({**_GENERIC_STATUS.fields, "phase": TOKEN})),
+    ("", "Secret"): _built_in(),
+    ("", "ConfigMap"): _built_in(),
+    **dict.fromkeys(EVENT_KINDS, _EVENT),
+}
+"""Built-in kinds; anything else is treated as a custom resource (CUSTOM, the GitOps fields). Each
+keeps every field kstatus reads on it (its generic checks and its rule in core.go's table, the
+extensions/ twins of the workloads included); kinds kstatus has a rule for but no row here
+(CronJob, PodDisruptionBudget) read only the generic fields, which the GitOps fields hold."""
+
+
+def kind_schema(group: str, kind: str) -> Kind:
+    """What is read of one kind (CUSTOM for any kind not built in)."""
+    return KINDS.get((group, kind), CUSTOM)
