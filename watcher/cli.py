@@ -3,7 +3,10 @@ the model and the renderers. `run` is the live watcher in watcher.app (its flags
 
 `analyze` exit codes: 0 nothing critical, 1 a critical root cause was found, 2 bad input or
 usage (the message says which file, object, flag or setting; never a traceback for a user
-mistake). Bad configuration exits 2 for every subcommand.
+mistake), 3 stalewatch itself failed (a bug: the answer is unknown, so it is neither 0 nor 1).
+Bad configuration exits 2 for every subcommand. Everything written to stderr goes through
+`complain`, which makes it printable (watcher.terminal): file names and object names in it
+come from whoever made the snapshot.
 """
 
 from __future__ import annotations
@@ -11,9 +14,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import traceback
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TextIO
+from typing import TYPE_CHECKING, NoReturn, TextIO
 
 import yaml
 
@@ -25,20 +29,50 @@ from watcher.config import (
     effective_config,
     load_settings,
     parse_set_options,
+    unknown_environment,
 )
 from watcher.export.report import render_json, render_text
 from watcher.model.engine import evaluate
 from watcher.model.types import Severity
 from watcher.snapshot import load_snapshot
+from watcher.terminal import printable, stderr_lines
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
 
 EXIT_OK = 0
 EXIT_CRITICAL = 1
 EXIT_BAD_INPUT = 2
+EXIT_FAILED = 3
+
+EARLIEST_NOW = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST_NOW = datetime(9000, 1, 1, tzinfo=UTC)
+"""`--now` is bounded so that it plus or minus any threshold (at most Go's longest duration,
+about 292 years) stays inside the calendar the model computes in."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that says a usage error in one printable line, and prints help printable too."""
+
+    def error(self, message: str) -> NoReturn:
+        complain(f"{self.prog}: error: {message} (see {self.prog} --help)")
+        raise SystemExit(EXIT_BAD_INPUT)
+
+    def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
+        if message:
+            super()._print_message("\n".join(map(printable, message.split("\n"))), file)
+
+
+def complain(message: str) -> None:
+    """One message on stderr; continuation lines indented, every line printable."""
+    if sys.stderr is not None:  # `2>&-`: nowhere to say it, and print() would pick stdout
+        for line in stderr_lines(message):
+            print(line, file=sys.stderr)
 
 
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     """The parser; `argv` only decides whether the live watcher's flags are needed (see run)."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="stalewatch",
         description="Is the doctor in the building? Correlates GitOps status with controller liveness.",
     )
@@ -89,9 +123,9 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     return parser
 
 
-def _settings_options() -> argparse.ArgumentParser:
+def _settings_options() -> _Parser:
     """--config and --set, shared by every subcommand that reads settings."""
-    options = argparse.ArgumentParser(add_help=False)
+    options = _Parser(add_help=False)
     group = options.add_argument_group("configuration (flags > STALEWATCH_* environment > file > defaults)")
     group.add_argument("--config", metavar="FILE", help="YAML configuration file")
     group.add_argument(
@@ -106,7 +140,8 @@ def _settings_options() -> argparse.ArgumentParser:
 
 
 def parse_now(text: str) -> datetime:
-    """An RFC 3339 time with a zone; a bare local time would make the report depend on the host."""
+    """An RFC 3339 time with a zone (a bare local time would make the report depend on the
+    host), between EARLIEST_NOW and LATEST_NOW."""
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
@@ -114,6 +149,15 @@ def parse_now(text: str) -> datetime:
     if moment is None or moment.tzinfo is None:
         raise argparse.ArgumentTypeError(
             f"expected an RFC 3339 time with a zone, e.g. 2026-11-30T12:00:00Z; got {text!r}"
+        )
+    try:
+        moment = moment.astimezone(UTC)
+    except OverflowError:  # 9999-12-31T23:59:59-14:00 is in year 10000 in UTC
+        moment = LATEST_NOW
+    if not EARLIEST_NOW <= moment < LATEST_NOW:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is out of range: expected a time from {EARLIEST_NOW:%Y-%m-%dT%H:%M:%SZ} "
+            f"up to {LATEST_NOW:%Y-%m-%dT%H:%M:%SZ}"
         )
     return moment
 
@@ -128,15 +172,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_BAD_INPUT
+    for warning in unknown_environment(os.environ):
+        complain(f"stalewatch: {warning}")
     try:
         code: int = args.handler(args)
         sys.stdout.flush()
     except ConfigError as error:
-        print(error, file=sys.stderr)
+        for line in error.lines:
+            complain(printable(line))
         return EXIT_BAD_INPUT
     except BrokenPipeError:  # `stalewatch analyze ... | head`: the reader left, which is not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+    except Exception as error:  # a bug: say so in one line, and never exit 0 or 1 ("critical")
+        where = traceback.extract_tb(error.__traceback__)[-1]
+        complain(
+            f"stalewatch: internal error, this is a stalewatch bug: {type(error).__name__}: {error} "
+            f"(at {os.path.basename(where.filename)}:{where.lineno})"
+        )
+        return EXIT_FAILED
     return code
 
 
@@ -155,7 +209,7 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render_text(evaluation, **counts, color=_wants_color(sys.stdout)))
     for error in snapshot.errors:
-        print(f"stalewatch: {error}", file=sys.stderr)
+        complain(printable(f"stalewatch: {error}"))
     if snapshot.errors:
         return EXIT_BAD_INPUT
     critical = any(root.severity == Severity.CRITICAL for root in evaluation.roots)

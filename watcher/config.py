@@ -46,6 +46,7 @@ from pydantic_settings import (
     SettingsError,
 )
 
+from watcher.inputs import InputError, Refused, read_path, shape_problem, yaml_documents, yaml_problem
 from watcher.model.types import (
     DEFAULT_CONTROLLERS,
     DEFAULT_SEVERITIES,
@@ -57,6 +58,14 @@ from watcher.model.types import (
 )
 
 MAX_CONFIG_FILE_BYTES = 1024 * 1024
+ENV_PREFIX = "STALEWATCH_"
+MAX_CONFIG_DEPTH = 20
+
+MAX_DURATION = timedelta(microseconds=(2**63 - 1) // 1000)
+"""Go's time.Duration is int64 nanoseconds: Flux accepts no interval longer, nor does stalewatch."""
+_MAX_DURATION_TEXT = "2562047h47m16s"
+MAX_FACTOR = 1000.0
+"""A Reconciling=True that outlasts a thousand intervals is stuck by any measure."""
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
@@ -66,23 +75,36 @@ _LISTEN = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[^:\[\]\s]*):(?P<port>\d{1,5}
 
 
 class ConfigError(Exception):
-    """A user mistake in configuration; str() is the complete, printable explanation."""
+    """A user mistake in configuration: one line per problem (`lines`); str() joins them."""
+
+    def __init__(self, *lines: str) -> None:
+        super().__init__("\n".join(lines))
+        self.lines = lines
 
 
 def parse_duration(value: object) -> timedelta:
-    """Go-style durations, as Flux writes its intervals ("90s", "10m", "1h30m"), or plain seconds."""
+    """Go-style durations, as Flux writes its intervals ("90s", "10m", "1h30m"), or plain seconds;
+    at most Go's longest (MAX_DURATION), so every threshold fits any time the model compares."""
     number = float(value) if isinstance(value, str) and re.fullmatch(r"\s*\d+(\.\d+)?\s*", value) else value
     if isinstance(number, timedelta):
         seconds = number.total_seconds()
     elif isinstance(number, int | float) and not isinstance(number, bool):
-        seconds = float(number)
+        seconds = float(number) if isinstance(number, float) or abs(number) < 2**64 else math.inf
     elif isinstance(value, str) and value.strip() and _DURATION_PART.sub("", value.strip()) == "":
         seconds = sum(float(n) * _UNIT_SECONDS[u] for n, u in _DURATION_PART.findall(value))
     else:
-        raise ValueError(f"{_DURATION_HINT}; got {value!r}")
-    if not math.isfinite(seconds) or seconds < 0:
-        raise ValueError(f"{_DURATION_HINT}, not negative; got {value!r}")
+        raise ValueError(f"{_DURATION_HINT}; got {shown(value)}")
+    if math.isnan(seconds) or seconds < 0:
+        raise ValueError(f"{_DURATION_HINT}, not negative; got {shown(value)}")
+    if seconds > MAX_DURATION.total_seconds():
+        raise ValueError(f"at most {_MAX_DURATION_TEXT}, the longest Go duration; got {shown(value)}")
     return timedelta(seconds=seconds)
+
+
+def shown(value: object) -> str:
+    """A user's value quoted in an error message: repr, cut to 60 characters."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:59] + "…"
 
 
 def format_duration(delta: timedelta) -> str:
@@ -132,11 +154,11 @@ class _ThresholdSettingsBase(BaseModel):
 
 
 def _threshold_field(annotation: Any, default: Any) -> tuple[Any, Any]:
-    """Durations as Duration; factors positive and finite."""
+    """Durations as Duration; factors positive, finite and at most MAX_FACTOR."""
     if annotation is timedelta:
         return Duration, default
     if annotation is float:
-        return float, Field(default=default, gt=0, allow_inf_nan=False)
+        return float, Field(default=default, gt=0, le=MAX_FACTOR, allow_inf_nan=False)
     return annotation, default
 
 
@@ -185,7 +207,7 @@ class Settings(BaseSettings):
     """Everything stalewatch can be told; see the module docstring for where values come from."""
 
     model_config = SettingsConfigDict(
-        env_prefix="STALEWATCH_", env_nested_delimiter="__", extra="forbid", validate_default=True
+        env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid", validate_default=True
     )
 
     thresholds: _Thresholds = Field(default_factory=ThresholdSettings)
@@ -243,6 +265,19 @@ class Settings(BaseSettings):
         if self.include_namespaces and namespace not in self.include_namespaces:
             return False
         return namespace not in self.exclude_namespaces
+
+
+def unknown_environment(environ: Mapping[str, str]) -> list[str]:
+    """A warning for every STALEWATCH_* variable that names no setting: pydantic-settings would
+    ignore `STALEWATCH_LOG_LEVLE=debug` without a word, and the typo would cost an incident."""
+    known = {name.upper() for name in Settings.model_fields}
+    return [
+        f"warning: environment variable {name} is not a setting and is ignored; "
+        f"settings: {', '.join(ENV_PREFIX + k for k in sorted(known))}"
+        for name in sorted(environ)
+        if name.upper().startswith(ENV_PREFIX)
+        and name[len(ENV_PREFIX) :].upper().split("__")[0] not in known
+    ]
 
 
 def effective_controllers(settings: Settings) -> tuple[ControllerSpec, ...]:
@@ -305,33 +340,53 @@ def load_settings(
     try:
         return _Layered(**dict(overrides or {}))
     except ValidationError as error:
-        raise ConfigError(format_validation_error(error)) from None
+        raise ConfigError(*format_validation_error(error)) from None
     except SettingsError as error:
         raise ConfigError(f"config: {_settings_error_message(error)}") from None
 
 
 def read_config_file(path: Path) -> dict[str, Any]:
-    """The YAML config file as a mapping; every way it can be unusable is one ConfigError line."""
+    """The YAML config file as a mapping; every way it can be unusable is one ConfigError line.
+    It is read with the snapshot loader's limits (watcher.inputs): a byte cap, the YAML alias
+    budget and depth limit, and a key set twice is an error rather than a silent choice."""
     try:
-        size = path.stat().st_size
-        if size > MAX_CONFIG_FILE_BYTES:
-            raise ConfigError(f"config: {path}: file is {size} bytes, larger than the 1 MiB limit")
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"config: {path}: no such file") from None
-    except IsADirectoryError:
-        raise ConfigError(f"config: {path}: is a directory, expected a YAML file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise ConfigError(f"config: {path}: cannot read: {error}") from None
-    try:
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except yaml.YAMLError as error:
-        raise ConfigError(f"config: {path}: not valid YAML: {yaml_problem(error)}") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"config: {path}: expected a mapping of settings, got {type(data).__name__}")
-    return data
+        data = read_path(path, limit=MAX_CONFIG_FILE_BYTES, regular_only=False)
+        documents, syntax_error = yaml_documents(data)
+        if syntax_error:
+            raise InputError(syntax_error)
+        documents = [document for document in documents if document is not None]
+        if len(documents) > 1:
+            raise InputError(f"holds {len(documents)} YAML documents, expected one mapping of settings")
+        document = documents[0] if documents else {}
+        if isinstance(document, Refused):
+            raise InputError(document.problem)
+        problem = shape_problem(document, budget=[len(data) + 16], max_depth=MAX_CONFIG_DEPTH)
+        if problem:
+            raise InputError(problem)
+    except InputError as error:
+        raise ConfigError(f"config: {path}: {error}") from None
+    if not isinstance(document, dict):
+        raise ConfigError(f"config: {path}: expected a mapping of settings, got {type(document).__name__}")
+    _refuse_case_twins(document, where=f"config: {path}: ")
+    return document
+
+
+def _refuse_case_twins(document: dict[str, Any], *, where: str) -> None:
+    """Settings and finding types match case-insensitively, so `ControllerDown: critical` and
+    `controllerdown: info` in one file are one setting given twice: which one is meant?"""
+    groups = [("", document)]
+    severities = document.get("severities")
+    if isinstance(severities, dict):
+        groups.append(("severities.", severities))
+    problems = []
+    for prefix, mapping in groups:
+        first: dict[str, str] = {}
+        for key in map(str, mapping):
+            twin = first.setdefault(key.lower(), key)
+            if twin != key:
+                problems.append(f"{where}{prefix}{key}: set twice (also as {twin!r}); keep one")
+    if problems:
+        raise ConfigError(*problems)
 
 
 def parse_set_options(assignments: Sequence[str]) -> dict[str, Any]:
@@ -359,7 +414,7 @@ def parse_set_options(assignments: Sequence[str]) -> dict[str, Any]:
     return overrides
 
 
-def format_validation_error(error: ValidationError) -> str:
+def format_validation_error(error: ValidationError) -> list[str]:
     """One `config: <setting>: <what is wrong>` line per bad setting."""
     lines = []
     for detail in error.errors(include_url=False):
@@ -371,10 +426,9 @@ def format_validation_error(error: ValidationError) -> str:
         else:
             message = str(detail["msg"]).removeprefix("Value error, ").replace("Field required", "required")
             if detail["type"] not in ("value_error", "missing"):
-                got = repr(detail["input"])
-                message += f" (got {got if len(got) <= 60 else got[:59] + '…'})"
+                message += f" (got {shown(detail['input'])})"
         lines.append(f"config: {where}: {message}")
-    return "\n".join(lines)
+    return lines
 
 
 def _known_settings(loc: tuple[int | str, ...]) -> list[str]:
@@ -399,12 +453,3 @@ def _settings_error_message(error: SettingsError) -> str:
     """pydantic-settings says 'error parsing value for field "x" from source "EnvSettingsSource"'."""
     match = re.search(r'field "([^"]+)"', str(error))
     return f"{match[1]}: STALEWATCH_{match[1].upper()} is not valid JSON" if match else str(error)
-
-
-def yaml_problem(error: yaml.YAMLError) -> str:
-    """Where and what, for a YAML syntax error: "line 3, column 1: did not find expected ','"."""
-    mark = getattr(error, "problem_mark", None)
-    problem = getattr(error, "problem", None) or str(error)
-    if mark is None:
-        return str(problem)
-    return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"

@@ -8,10 +8,13 @@ as in the live watcher, so `analyze` and `run` judge the same fields.
 Snapshots come from clusters in trouble and get edited by hand, so bad input is expected: each
 problem becomes one `LoadError` naming the file, the position in it (document and List item,
 when there is more than one) and, through the model's message, the object (Kind namespace/name),
-and loading carries on with everything else. Sizes are
-bounded before anything big is built: files over 256 MiB are refused unread, documents nested
-deeper than 100 levels or expanding (YAML aliases) to more values than their file has bytes are
-refused before projection walks them.
+and loading carries on with everything else: a bad List item loses that item, a YAML document
+that cannot be built (unknown tag, key set twice) loses that document, a syntax error loses the
+rest of its file. Nothing is skipped in silence: an unlistable directory, a FIFO or device in a
+directory, an empty file and a snapshot without a single object are each an error. Sizes are
+bounded (watcher.inputs) before anything big is built: no file or stream is read past 256 MiB,
+objects nested deeper than 100 levels or files expanding (YAML aliases) to more values than
+they have bytes are refused before projection walks them.
 """
 
 from __future__ import annotations
@@ -24,30 +27,14 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 import orjson
-import yaml
 
-from watcher.config import yaml_problem
+from watcher.inputs import InputError, Refused, read_path, read_stream, shape_problem, yaml_documents
 from watcher.model.projection import MalformedObject, project
-
-try:
-    from yaml import CSafeLoader as _SafeLoader
-except ImportError:  # PyYAML built without libyaml
-    from yaml import SafeLoader as _SafeLoader  # type: ignore[assignment]
 
 MAX_FILE_BYTES = 256 * 1024 * 1024
 MAX_DEPTH = 100
 SUFFIXES = (".json", ".yaml", ".yml")
 STDIN = "-"
-
-
-class _KubeLoader(_SafeLoader):
-    """Safe YAML that leaves timestamps as strings, as the API server's JSON has them."""
-
-
-_KubeLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in _SafeLoader.yaml_implicit_resolvers.items()
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,28 +59,28 @@ class Snapshot:
     files: int = 0
 
 
-class _Unusable(Exception):
-    """A whole file (or the rest of it) cannot be read; the message says why."""
-
-
 def load_snapshot(
     paths: Sequence[str],
     *,
     keep_namespace: Callable[[str], bool] = lambda namespace: True,
     stdin: BinaryIO | None = None,
 ) -> Snapshot:
-    """Load every PATH. Objects whose namespace `keep_namespace` rejects are skipped silently
-    (configuration, not an error). The same object given twice counts once: the last one wins."""
+    """Load every PATH (`stdin` stands for `-`, default the process's; None when it is closed).
+    Objects whose namespace `keep_namespace` rejects are skipped (configuration, not an error).
+    The same object given twice counts once: the last one wins. Loading nothing at all is an
+    error of its own: an empty pipe from a failed `kubectl get` must not read as healthy."""
     snapshot = Snapshot()
     by_identity: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+    skipped = 0
     for arg in paths:
-        for source, path in _sources(arg, snapshot.errors):
+        for source, path, in_directory in _sources(arg, snapshot.errors):
             snapshot.files += 1
             try:
-                content = _read_file(path) if path else _sniffed(_read_stream(stdin or sys.stdin.buffer))
+                content = _read_file(path, in_directory) if path else _read_stdin(stdin)
                 for where, found in _objects(content):
                     identity = _identity(found) if isinstance(found, dict) else None
                     if identity and not keep_namespace(identity[2]):
+                        skipped += 1
                         continue
                     projected = _project(found) if isinstance(found, dict) else found
                     if isinstance(projected, str):
@@ -101,9 +88,13 @@ def load_snapshot(
                     elif identity:
                         by_identity.pop(identity, None)  # re-insert: the last copy also takes the last place
                         by_identity[identity] = projected
-            except _Unusable as error:
+            except InputError as error:
                 snapshot.errors.append(LoadError(source, str(error)))
     snapshot.objects = list(by_identity.values())
+    if not snapshot.objects and not snapshot.errors:
+        outside = f" ({skipped} outside the watched namespaces)" if skipped else ""
+        message = f"no objects in it{outside}; nothing was evaluated"
+        snapshot.errors.append(LoadError(", ".join(paths), message))
     return snapshot
 
 
@@ -117,52 +108,58 @@ def _project(obj: dict[str, Any]) -> dict[str, Any] | str:
         return f"could not be projected ({type(error).__name__}: {error}); this is a stalewatch bug"
 
 
-def _sources(arg: str, errors: list[LoadError]) -> Iterator[tuple[str, Path | None]]:
-    """(label, file) for every file an argument names; None is stdin."""
+def _sources(arg: str, errors: list[LoadError]) -> Iterator[tuple[str, Path | None, bool]]:
+    """(label, file, found in a directory) for every file an argument names; None is stdin."""
     if arg == STDIN:
-        yield arg, None
+        yield arg, None, False
         return
     path = Path(arg)
-    if path.is_dir():
-        files = _snapshot_files(path)
-        if not files:
-            errors.append(LoadError(arg, f"directory has no {', '.join('*' + s for s in SUFFIXES)} files"))
-        yield from ((str(file), file) for file in files)
-    elif path.exists():
-        yield arg, path
-    else:
-        errors.append(LoadError(arg, "no such file or directory"))
+    if not path.is_dir():
+        yield arg, path, False  # reading it says what is wrong with it, if anything
+        return
+    before = len(errors)
+    files = _snapshot_files(path, errors)
+    if not files and len(errors) == before:
+        errors.append(LoadError(arg, f"directory has no {', '.join('*' + s for s in SUFFIXES)} files"))
+    yield from ((str(file), file, True) for file in files)
 
 
-def _snapshot_files(directory: Path) -> list[Path]:
-    found = []
-    for root, dirs, files in os.walk(directory):
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
+def _snapshot_files(directory: Path, errors: list[LoadError]) -> list[Path]:
+    """Every snapshot file under `directory`, following symlinks (each directory once, so a
+    link loop ends); a directory that cannot be listed is an error, never skipped in silence."""
+
+    def unreadable(error: OSError) -> None:
+        errors.append(LoadError(str(error.filename or directory), f"cannot read directory: {error.strerror}"))
+
+    found: list[Path] = []
+    searched: set[tuple[int, int]] = set()
+    for root, dirs, files in os.walk(directory, onerror=unreadable, followlinks=True):
+        searched.add(_inode(root))
+        dirs[:] = [d for d in dirs if not d.startswith(".") and _inode(os.path.join(root, d)) not in searched]
         found += [Path(root, f) for f in files if not f.startswith(".") and f.lower().endswith(SUFFIXES)]
     return sorted(found)
 
 
-def _read_file(path: Path) -> tuple[bytes, bool]:
-    """The bytes, and whether they are JSON (by suffix, else by sniffing)."""
+def _inode(path: str) -> tuple[int, int]:
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            limit = MAX_FILE_BYTES >> 20
-            raise _Unusable(f"file is {size / 2**20:.1f} MiB, larger than the {limit} MiB limit")
-        data = path.read_bytes()
-    except OSError as error:
-        raise _Unusable(f"cannot read: {error.strerror or error}") from None
+        info = os.stat(path)
+    except OSError:
+        return (-1, -1)  # os.walk reports it when it tries to list it
+    return info.st_dev, info.st_ino
+
+
+def _read_file(path: Path, in_directory: bool) -> tuple[bytes, bool]:
+    """The bytes, and whether they are JSON (by suffix, else by sniffing)."""
+    data = read_path(path, limit=MAX_FILE_BYTES, regular_only=in_directory)
     suffix = path.suffix.lower()
     if suffix in SUFFIXES:
         return data, suffix == ".json"
     return _sniffed(data)
 
 
-def _read_stream(stream: BinaryIO) -> bytes:
-    data = stream.read(MAX_FILE_BYTES + 1)
-    if len(data) > MAX_FILE_BYTES:
-        raise _Unusable(f"input is larger than the {MAX_FILE_BYTES >> 20} MiB limit")
-    return data
+def _read_stdin(stdin: BinaryIO | None) -> tuple[bytes, bool]:
+    stream = stdin if stdin is not None else getattr(sys.stdin, "buffer", None)
+    return _sniffed(read_stream(stream, limit=MAX_FILE_BYTES))
 
 
 def _sniffed(data: bytes) -> tuple[bytes, bool]:
@@ -179,74 +176,52 @@ def _objects(content: tuple[bytes, bool]) -> Iterator[Found]:
     """Every object in a file. A bad document or list item is reported and the rest still loads;
     a syntax error ends the file after the documents before it, an alias bomb ends it at once."""
     data, is_json = content
-    documents, syntax_error = _json_documents(data) if is_json else _yaml_documents(data)
+    documents, syntax_error = _json_documents(data) if is_json else yaml_documents(data)
+    if not syntax_error and all(document is None for document in documents):
+        raise InputError("is empty: no objects in it")
     budget = [len(data) + 16]
     for index, document in enumerate(documents, start=1):
         position = [f"document {index}"] if len(documents) > 1 or syntax_error else []
-        problem = _shape_problem(document, budget)
-        if problem:
-            yield _position(position), problem
+        if isinstance(document, Refused):
+            yield _position(position), document.problem
         elif isinstance(document, list):  # a bare array of objects, e.g. from `jq .items`
-            yield from _in_document({"kind": "List", "items": document}, position)
+            yield from _in_document({"kind": "List", "items": document}, position, budget)
         else:
-            yield from _in_document(document, position)
+            yield from _in_document(document, position, budget)
     if syntax_error:
-        raise _Unusable(syntax_error)
+        raise InputError(syntax_error)
 
 
-def _in_document(document: object, position: list[str]) -> Iterator[Found]:
+def _in_document(document: object, position: list[str], budget: list[int]) -> Iterator[Found]:
+    """The objects of one document; each List item is judged (and refused) on its own."""
     if document is None:  # an empty YAML document, e.g. after a trailing `---`
         return
     if not isinstance(document, dict):
         yield _position(position), f"expected a Kubernetes object (a mapping), got {_type(document)}"
         return
     kind = document.get("kind")
+    if len(position) > MAX_DEPTH:  # Lists in Lists: stop before the recursion gets deep
+        yield _position(position), f"nested more than {MAX_DEPTH} levels deep; refusing it"
+        return
     if not (isinstance(kind, str) and kind.endswith("List") and "items" in document):
-        yield _position(position), document
+        problem = shape_problem(document, budget=budget, max_depth=MAX_DEPTH)
+        yield _position(position), problem or document
         return
     items = document["items"]
     if not isinstance(items, list):
         yield _position(position), f"items: expected a list, got {_type(items)}"
         return
     for number, item in enumerate(items, start=1):
-        yield from _in_document(item, [*position, f"item {number}"])
+        yield from _in_document(item, [*position, f"item {number}"], budget)
 
 
 def _json_documents(data: bytes) -> tuple[list[object], str | None]:
+    if not data.strip():
+        return [], None
     try:
         return [orjson.loads(data)], None
     except orjson.JSONDecodeError as error:
         return [], f"not valid JSON: {error}"
-
-
-def _yaml_documents(data: bytes) -> tuple[list[object], str | None]:
-    """The documents up to the first syntax error, and that error."""
-    documents: list[object] = []
-    try:
-        documents.extend(yaml.load_all(data.decode("utf-8-sig"), Loader=_KubeLoader))
-    except UnicodeDecodeError as error:
-        return documents, f"not UTF-8 text: {error}"
-    except yaml.YAMLError as error:
-        return documents, f"not valid YAML: {yaml_problem(error)}"
-    return documents, None
-
-
-def _shape_problem(document: object, budget: list[int]) -> str | None:
-    """Too deep is one bad document; more values than bytes (a YAML alias bomb) ends the file.
-    Walks without recursion; the value budget is shared by all documents of a file."""
-    stack: list[tuple[object, int]] = [(document, 1)]
-    while stack:
-        value, depth = stack.pop()
-        budget[0] -= 1
-        if budget[0] < 0:
-            raise _Unusable("expands to more values than the file has bytes (YAML aliases?); refusing it")
-        if depth > MAX_DEPTH:
-            return f"nested more than {MAX_DEPTH} levels deep; refusing it"
-        if isinstance(value, dict):
-            stack += [(child, depth + 1) for child in value.values()]
-        elif isinstance(value, list):
-            stack += [(child, depth + 1) for child in value]
-    return None
 
 
 def _identity(obj: dict[str, Any]) -> tuple[str, str, str, str]:

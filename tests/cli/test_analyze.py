@@ -234,9 +234,9 @@ def test_a_bad_now_exits_2_with_the_expected_form(capsys: pytest.CaptureFixture[
     code = main(["analyze", "--now", now, str(EXAMPLES / "healthy")])
     captured = capsys.readouterr()
     assert code == 2
-    assert captured.err.splitlines()[-1] == (
+    assert captured.err == (
         "stalewatch analyze: error: argument --now: expected an RFC 3339 time with a zone, "
-        f"e.g. 2026-11-30T12:00:00Z; got {now!r}"
+        f"e.g. 2026-11-30T12:00:00Z; got {now!r} (see stalewatch analyze --help)\n"
     )
     assert captured.out == ""
 

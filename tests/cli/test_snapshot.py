@@ -254,7 +254,9 @@ def test_a_file_over_256_mib_is_refused_without_reading_it(tmp_path: Path) -> No
     with huge.open("wb") as handle:  # sparse: no disk is used
         handle.truncate(MAX_FILE_BYTES + 1)
     snapshot = load_snapshot([str(huge)])
-    assert [str(e) for e in snapshot.errors] == [f"{huge}: file is 256.0 MiB, larger than the 256 MiB limit"]
+    assert [str(e) for e in snapshot.errors] == [
+        f"{huge}: file is {MAX_FILE_BYTES + 1} bytes, larger than the 256 MiB limit"
+    ]
 
 
 def test_stdin_over_256_mib_is_refused() -> None:

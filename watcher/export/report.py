@@ -9,13 +9,15 @@ of their own: that is the whole point of correlating them.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import orjson
 
 from watcher.model.types import Evaluation, Finding, FindingType, Rejection, Severity, Subject, rfc3339
+from watcher.terminal import lines_of, printable
 
 SubjectKey = tuple[str, str, str]
 
@@ -31,20 +33,23 @@ _RESET = "\x1b[0m"
 def render_text(evaluation: Evaluation, *, objects: int, load_errors: int = 0, color: bool = False) -> str:
     """The human report; `objects` is how many objects were evaluated, `load_errors` how many
     files or objects were skipped (their messages go to stderr, the report only points at them)."""
+    lines: list[Line] = []
     if evaluation.findings:
         roots, symptoms = by_root(evaluation.findings)
-        blocks = [_root_block(root, symptoms[root.id], now=evaluation.now, color=color) for root in roots]
-        lines = ["\n\n".join(blocks), "", summary_line(roots, len(evaluation.findings), objects)]
+        for root in roots:
+            lines += [*_root_block(root, symptoms[root.id], now=evaluation.now), ""]
+        lines.append(summary_line(roots, len(evaluation.findings), objects))
     elif objects:
-        lines = [no_findings(objects, evaluation.rejected)]
+        lines.append(no_findings(objects, evaluation.rejected))
     else:
-        lines = ["No objects were evaluated."]
+        lines.append("No objects were evaluated.")
     if evaluation.rejected:
         lines.append(f"{rejected_line(evaluation.rejected)}:")
-        lines += [f"  {rejection.message}" for rejection in evaluation.rejected]
+        for rejection in evaluation.rejected:
+            lines += _indented(rejection.message, "  ")
     if load_errors:
         lines.append(f"{plural(load_errors, 'load error')} (see stderr): what they name was not evaluated.")
-    return "\n".join(lines) + "\n"
+    return "".join(_emit(line, color=color) + "\n" for line in lines)
 
 
 def render_json(evaluation: Evaluation, *, objects: int, load_errors: int = 0) -> bytes:
@@ -157,21 +162,46 @@ def subject_key(subject: Subject) -> SubjectKey:
 
 
 def plain(value: object) -> str:
-    """Evidence values as one line: strings as they are, anything else as JSON."""
-    return value if isinstance(value, str) else orjson.dumps(value, default=str).decode()
+    """Evidence values as one line: strings as they are, anything else as JSON (or, for what
+    JSON cannot hold such as an integer past 64 bits, as Python spells it)."""
+    if isinstance(value, str):
+        return value
+    try:
+        return orjson.dumps(value, default=str).decode()
+    except TypeError:
+        return repr(value)
 
 
 def plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-def _root_block(root: Finding, symptoms: list[Finding], *, now: datetime, color: bool) -> str:
-    severity = str(root.severity).upper()
+@dataclass(frozen=True, slots=True)
+class _Header:
+    """A root's first line, the only report line that starts with a severity."""
+
+    severity: Severity
+    type: FindingType
+    subject: str
+
+
+Line = str | _Header
+"""One report line before it is made printable; cluster text in it is still raw."""
+
+
+def _emit(line: Line, *, color: bool) -> str:
+    """The one place report text is made printable; colour is added after, so it is ours."""
+    if isinstance(line, str):
+        return printable(line)
+    severity, subject = str(line.severity).upper(), printable(line.subject)
     if color:
-        severity = f"{_COLORS[root.severity]}{severity}{_RESET}"
-    subject = f"{_BOLD}{describe(root.subject)}{_RESET}" if color else describe(root.subject)
+        severity, subject = f"{_COLORS[line.severity]}{severity}{_RESET}", f"{_BOLD}{subject}{_RESET}"
+    return f"{severity} {line.type}: {subject}"
+
+
+def _root_block(root: Finding, symptoms: list[Finding], *, now: datetime) -> list[Line]:
     since = f"since {rfc3339(root.since)} ({format_age(root.since, now)})" if root.since else "since unknown"
-    lines = [f"{severity} {root.type}: {subject}", f"  {since}"]
+    lines: list[Line] = [_Header(root.severity, root.type, describe(root.subject)), f"  {since}"]
     lines += _indented(root.message, "  ")
     own, tags = symptom_tags(root, symptoms)
     if own:
@@ -181,7 +211,7 @@ def _root_block(root: Finding, symptoms: list[Finding], *, now: datetime, color:
         lines.append("  evidence:")
         for key, value in root.evidence.items():
             lines += _indented(f"{key}: {plain(value)}", "    ")
-    return "\n".join(lines)
+    return lines
 
 
 def _blast_radius(tags: dict[SubjectKey, set[str]]) -> list[str]:
@@ -197,5 +227,6 @@ def _blast_radius(tags: dict[SubjectKey, set[str]]) -> list[str]:
     return lines
 
 
-def _indented(text: str, prefix: str) -> Iterable[str]:
-    return ((prefix + line).rstrip() for line in text.splitlines() or [""])
+def _indented(text: str, prefix: str) -> list[str]:
+    """Every line of a multi-line text at the block's indent: none can start a line of its own."""
+    return [(prefix + line).rstrip() for line in lines_of(text)]

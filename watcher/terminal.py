@@ -1,0 +1,42 @@
+"""Text for a terminal that the cluster or the user wrote: shown, never obeyed.
+
+Names, reasons and messages come from whoever can write an object's status, and file names
+from whoever made the snapshot. Printed raw, an ESC sequence clears the screen or retitles the
+window, a CR or BS overwrites what was printed before, a bidi override makes `main` read as
+`niam`, and a newline forges a report line of its own. Every text renderer (the analyze
+report, every stderr message, the text log format) splits what it prints into lines with
+`lines_of`, indents continuation lines, and passes each line through `printable`; only its own
+styling (colour) is added after.
+"""
+
+from __future__ import annotations
+
+import re
+
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match[0]
+    code = ord(char)
+    return _NAMED.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+
+def printable(text: str) -> str:
+    """One line: every C0/C1 control character (newline included), line and paragraph
+    separator and bidi control spelled out as an escape (`\\x1b`, `\\n`, `\\u202e`)."""
+    return _UNSAFE.sub(_escape, text)
+
+
+def lines_of(text: str) -> list[str]:
+    """A message's lines, split at newlines only (CRLF counts as one); every other control
+    character stays in its line for `printable` to spell out."""
+    return text.replace("\r\n", "\n").split("\n")
+
+
+def stderr_lines(message: str) -> list[str]:
+    """A message for stderr as printable lines: continuation lines are indented under the
+    first, so no line of a message can pass for a message of its own."""
+    first, *rest = lines_of(message)
+    return [printable(first), *(printable(f"  {line}") for line in rest)]
