@@ -15,6 +15,8 @@ from typing import Any, TextIO
 
 import orjson
 
+from watcher.terminal import stderr_lines
+
 ROOT = "stalewatch"
 _FIELDS = "stalewatch_fields"
 
@@ -57,7 +59,8 @@ class JsonFormatter(logging.Formatter):
 
 
 class TextFormatter(logging.Formatter):
-    """`ts LEVEL msg key=value ...` for people reading a terminal."""
+    """`ts LEVEL msg key=value ...` for people reading a terminal: one printable line per
+    record (names and messages in it come from the cluster), a traceback indented under it."""
 
     def format(self, record: logging.LogRecord) -> str:
         pairs = " ".join(f"{key}={_text_value(value)}" for key, value in _fields_of(record).items())
@@ -66,7 +69,7 @@ class TextFormatter(logging.Formatter):
             line = f"{line} {pairs}"
         if record.exc_info:
             line = f"{line}\n{self.formatException(record.exc_info)}"
-        return line
+        return "\n".join(stderr_lines(line))
 
 
 def _text_value(value: Any) -> str:

@@ -116,9 +116,9 @@ def test_several_roots_keep_the_models_order_and_the_summary_counts_them_by_seve
     assert text.endswith("2 root causes (1 critical, 1 warning), 1 symptom; 9 objects evaluated.\n")
 
 
-def test_load_errors_are_pointed_at_even_when_everything_loaded_is_healthy() -> None:
+def test_load_errors_are_pointed_at_and_never_called_all_healthy() -> None:
     assert render_text(evaluation(), objects=3, load_errors=2) == (
-        "No findings: 3 objects evaluated, all healthy.\n"
+        "No findings in the 3 objects evaluated.\n"
         "2 load errors (see stderr): what they name was not evaluated.\n"
     )
 

@@ -39,6 +39,8 @@ def render_text(evaluation: Evaluation, *, objects: int, load_errors: int = 0, c
         for root in roots:
             lines += [*_root_block(root, symptoms[root.id], now=evaluation.now), ""]
         lines.append(summary_line(roots, len(evaluation.findings), objects))
+    elif objects and load_errors:  # never "all healthy" when part of the input was not read
+        lines.append(f"No findings in the {plural(objects, 'object')} evaluated.")
     elif objects:
         lines.append(no_findings(objects, evaluation.rejected))
     else:
