@@ -35,7 +35,7 @@ from watcher.export.report import render_json, render_text
 from watcher.model.engine import evaluate
 from watcher.model.types import Severity
 from watcher.snapshot import load_snapshot
-from watcher.terminal import printable, stderr_lines
+from watcher.terminal import complain, printable
 
 if TYPE_CHECKING:
     from _typeshed import SupportsWrite
@@ -61,13 +61,6 @@ class _Parser(argparse.ArgumentParser):
     def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
         if message:
             super()._print_message("\n".join(map(printable, message.split("\n"))), file)
-
-
-def complain(message: str) -> None:
-    """One message on stderr; continuation lines indented, every line printable."""
-    if sys.stderr is not None:  # `2>&-`: nowhere to say it, and print() would pick stdout
-        for line in stderr_lines(message):
-            print(line, file=sys.stderr)
 
 
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:

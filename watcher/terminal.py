@@ -12,6 +12,7 @@ styling (colour) is added after.
 from __future__ import annotations
 
 import re
+import sys
 
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
@@ -40,3 +41,11 @@ def stderr_lines(message: str) -> list[str]:
     first, so no line of a message can pass for a message of its own."""
     first, *rest = lines_of(message)
     return [printable(first), *(printable(f"  {line}") for line in rest)]
+
+
+def complain(message: str) -> None:
+    """One message on stderr as `stderr_lines`; nothing when stderr is closed (`2>&-`), where
+    print() would silently pick stdout instead."""
+    if sys.stderr is not None:
+        for line in stderr_lines(message):
+            print(line, file=sys.stderr)

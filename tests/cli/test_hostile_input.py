@@ -110,10 +110,10 @@ def shared_dir() -> Iterator[Path]:
 def test_control_characters_in_a_condition_reach_the_report_escaped(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, escaped: str
 ) -> None:
-    snapshot = write(tmp_path / "k.yaml", kustomization(reason=f"Bad{text}", message=f"said {text}"))
+    snapshot = write(tmp_path / "k.yaml", kustomization(reason=f"Bad{text}", message=f"said {text} end"))
     code, out, err = in_process(capsys, "analyze", "--now", NOW, str(snapshot))
     assert (code, err) == (0, "")
-    assert f"Bad{escaped}: said {escaped}" in out
+    assert f"Bad{escaped}: said {escaped} end" in out
     assert not set(out) & set(CONTROL + BIDI)
 
 

@@ -39,10 +39,8 @@ def render_text(evaluation: Evaluation, *, objects: int, load_errors: int = 0, c
         for root in roots:
             lines += [*_root_block(root, symptoms[root.id], now=evaluation.now), ""]
         lines.append(summary_line(roots, len(evaluation.findings), objects))
-    elif objects and load_errors:  # never "all healthy" when part of the input was not read
-        lines.append(f"No findings in the {plural(objects, 'object')} evaluated.")
     elif objects:
-        lines.append(no_findings(objects, evaluation.rejected))
+        lines.append(no_findings(objects, evaluation.rejected, load_errors=load_errors))
     else:
         lines.append("No objects were evaluated.")
     if evaluation.rejected:
@@ -64,11 +62,14 @@ def render_json(evaluation: Evaluation, *, objects: int, load_errors: int = 0) -
     return orjson.dumps(document, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
 
 
-def no_findings(objects: int, rejected: Sequence[Rejection]) -> str:
-    """Never "all healthy" while some object was not judged in full."""
-    if not rejected:
-        return f"No findings: {objects} objects evaluated, all healthy."
-    return f"No findings: {objects} objects evaluated, {rejected_objects(rejected)} not in full (see below)."
+def no_findings(objects: int, rejected: Sequence[Rejection], *, load_errors: int = 0) -> str:
+    """Never "all healthy" while some object was not judged in full, or some input not read."""
+    if rejected:
+        not_in_full = rejected_objects(rejected)
+        return f"No findings: {objects} objects evaluated, {not_in_full} not in full (see below)."
+    if load_errors:
+        return f"No findings in the {plural(objects, 'object')} evaluated."
+    return f"No findings: {objects} objects evaluated, all healthy."
 
 
 def rejected_objects(rejected: Sequence[Rejection]) -> int:
