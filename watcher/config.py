@@ -63,7 +63,6 @@ MAX_CONFIG_DEPTH = 20
 
 MAX_DURATION = timedelta(microseconds=(2**63 - 1) // 1000)
 """Go's time.Duration is int64 nanoseconds: Flux accepts no interval longer, nor does stalewatch."""
-_MAX_DURATION_TEXT = "2562047h47m16s"
 MAX_FACTOR = 1000.0
 """A Reconciling=True that outlasts a thousand intervals is stuck by any measure."""
 
@@ -97,7 +96,8 @@ def parse_duration(value: object) -> timedelta:
     if math.isnan(seconds) or seconds < 0:
         raise ValueError(f"{_DURATION_HINT}, not negative; got {shown(value)}")
     if seconds > MAX_DURATION.total_seconds():
-        raise ValueError(f"at most {_MAX_DURATION_TEXT}, the longest Go duration; got {shown(value)}")
+        longest = format_duration(timedelta(seconds=MAX_DURATION // timedelta(seconds=1)))
+        raise ValueError(f"at most {longest}, the longest Go duration; got {shown(value)}")
     return timedelta(seconds=seconds)
 
 

@@ -65,7 +65,7 @@ def load_snapshot(
     keep_namespace: Callable[[str], bool] = lambda namespace: True,
     stdin: BinaryIO | None = None,
 ) -> Snapshot:
-    """Load every PATH (`stdin` stands for `-`, default the process's; None when it is closed).
+    """Load every PATH; `-` reads `stdin` (default: the process's standard input).
     Objects whose namespace `keep_namespace` rejects are skipped (configuration, not an error).
     The same object given twice counts once: the last one wins. Loading nothing at all is an
     error of its own: an empty pipe from a failed `kubectl get` must not read as healthy."""
