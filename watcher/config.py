@@ -59,6 +59,16 @@ from watcher.model.types import (
 
 MAX_CONFIG_FILE_BYTES = 1024 * 1024
 ENV_PREFIX = "STALEWATCH_"
+TOOLING_VARIABLES = frozenset(
+    {
+        "STALEWATCH_CACHE",
+        "STALEWATCH_CONTROLPLANE_BIN",
+        "STALEWATCH_KEEP_CONTROLPLANE",
+        "STALEWATCH_UPDATE_GOLDEN",
+    }
+)
+"""The project's test and bench tooling's own STALEWATCH_* variables: not settings, yet no typo
+either, so never warned about (tests/cli checks that the tooling uses no other)."""
 MAX_CONFIG_DEPTH = 20
 
 MAX_DURATION = timedelta(microseconds=(2**63 - 1) // 1000)
@@ -277,6 +287,7 @@ def unknown_environment(environ: Mapping[str, str]) -> list[str]:
         for name in sorted(environ)
         if name.upper().startswith(ENV_PREFIX)
         and name[len(ENV_PREFIX) :].upper().split("__")[0] not in known
+        and name.upper() not in TOOLING_VARIABLES
     ]
 
 

@@ -6,6 +6,7 @@ another user cannot read) run the installed `stalewatch` as a separate process."
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -19,6 +20,7 @@ import pytest
 import yaml
 
 from watcher.cli import main
+from watcher.config import TOOLING_VARIABLES, unknown_environment
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 NOW = "2026-11-30T12:00:00Z"
@@ -291,6 +293,20 @@ def test_an_unknown_stalewatch_variable_is_a_warning_naming_it(
         "STALEWATCH_INCLUDE_NAMESPACES, STALEWATCH_KUBECONFIG, STALEWATCH_LISTEN, STALEWATCH_LOG_FORMAT, "
         "STALEWATCH_LOG_LEVEL, STALEWATCH_OTEL_EXPORTER, STALEWATCH_SEVERITIES, STALEWATCH_THRESHOLDS"
     ]
+
+
+def test_the_tooling_variables_are_exactly_those_the_tooling_reads() -> None:
+    root = Path(__file__).resolve().parents[2]
+    used = {
+        name
+        for folder in ("tests", "bench", "scripts")
+        for file in (root / folder).rglob("*")
+        if file.suffix in (".py", ".sh") and file.is_file()
+        for name in re.findall(r"STALEWATCH_[A-Z_]*[A-Z]", file.read_text())
+    }
+    not_settings = {name for name in used if unknown_environment({name: ""})} | TOOLING_VARIABLES
+    assert not_settings - TOOLING_VARIABLES == {"STALEWATCH_LOG_LEVLE"}  # this file's typo, on purpose
+    assert used >= TOOLING_VARIABLES
 
 
 # --- the config file gets the snapshot loader's limits ---------------------------------------
