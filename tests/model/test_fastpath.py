@@ -29,7 +29,7 @@ from tests.model.builders import (
     lease,
     pod,
 )
-from watcher.model.fastpath import Decoded, decode_event, fast_path
+from watcher.model.fastpath import Decoded, Unreadable, decode_event, fast_path
 from watcher.model.projection import MESSAGE_LIMIT, MalformedObject, project
 
 Obj = dict[str, Any]
@@ -340,20 +340,56 @@ def test_deleted_event_gives_the_key_and_projection() -> None:
     assert decoded == Decoded("DELETED", "88", ("apps", "web-1"), project(raw))
 
 
-def test_a_status_in_an_error_event_is_left_to_the_slow_path() -> None:
+def test_a_status_in_an_error_event_is_left_to_the_slow_path_which_hands_it_over() -> None:
     status = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 410, "reason": "Expired"}
     line = watch_line(status, "ERROR")
 
     assert fast_path("v1", "Pod").event(line) is None
+    assert fast_path("v1", "Pod").decode(line) == Decoded("ERROR", "", ("", ""), None, raw=status)
     assert decode_event(line, api_version="v1", kind="Pod") == ("ERROR", None)
 
 
-def test_an_unreadable_line_is_left_to_the_slow_path_which_raises() -> None:
-    line = b'{"type":"ADDED","object":{"metadata":'
-
+@pytest.mark.parametrize(
+    "line",
+    [
+        pytest.param(b'{"type":"ADDED","object":{"metadata":', id="cut-short"),
+        pytest.param(b'{"type":"ADDED"}', id="no-object"),
+        pytest.param(b'["ADDED"]', id="not-an-event"),
+    ],
+)
+def test_an_unreadable_line_is_left_to_the_slow_path_which_raises(line: bytes) -> None:
     assert fast_path("v1", "Pod").event(line) is None
-    with pytest.raises(orjson.JSONDecodeError):
+    with pytest.raises(Unreadable):
         decode_event(line, api_version="v1", kind="Pod")
+
+
+def test_decode_always_answers_and_a_malformed_object_comes_with_its_problem() -> None:
+    raw = _ks(metadata__resourceVersion="41", status__conditions=["Ready"])
+    line = watch_line(raw, "MODIFIED")
+    expected = outcome(lambda: slow(line))
+
+    decoded = fast_path(raw["apiVersion"], raw["kind"]).decode(line)
+
+    assert expected[0] == "malformed"
+    assert decoded == Decoded(
+        "MODIFIED", "41", ("flux-system", "apps"), None, expected[1], raw=orjson.loads(line)["object"]
+    )
+
+
+def test_decode_page_lists_malformed_items_with_their_problem_and_keeps_the_rest() -> None:
+    good, bad = _pod(), _pod(metadata__name="web-2", metadata__generation="2")
+    body = orjson.dumps({"metadata": {"resourceVersion": "77", "continue": "next"}, "items": [good, bad]})
+
+    page = fast_path("v1", "Pod").decode_page(body)
+
+    assert fast_path("v1", "Pod").page(body) is None
+    assert page.items == [(("apps", "web-1"), project(good))]
+    assert [(m.key, m.problem) for m in page.malformed] == [
+        (("apps", "web-2"), outcome(lambda: project(bad))[1])
+    ]
+    assert (page.resource_version, page.continue_token) == ("77", "next")
+    with pytest.raises(Unreadable):
+        fast_path("v1", "Pod").decode_page(b"[]")
 
 
 @pytest.mark.parametrize(

@@ -38,7 +38,7 @@ from watcher.model.fastpath.kinds import event_fields, healthy
 from watcher.model.fastpath.shapes import Unsure, intern, kind_shape
 from watcher.model.graph import Packed, pack
 from watcher.model.objects import Key
-from watcher.model.projection import project
+from watcher.model.projection import MalformedObject, project
 from watcher.model.schema import EVENT_KINDS, kind_schema
 
 ObjectKey = tuple[str, str]
@@ -57,7 +57,21 @@ class Decoded(Struct, gc=False):
     key: ObjectKey
     """(namespace, name); ("", "") for a BOOKMARK."""
     object: Mapping[str, Any] | None
-    """The projection, equal to project()'s (a healthy Pod comes Packed); None for a BOOKMARK."""
+    """The projection, equal to project()'s (a healthy Pod comes Packed); None for a BOOKMARK,
+    an ERROR, or an object that could not be projected."""
+    problem: str = ""
+    """Why the object could not be projected (MalformedObject's message, naming it and the field)."""
+    raw: Mapping[str, Any] | None = None
+    """The object as written, when the slow path read it (an ERROR event's Status, a malformed
+    object, whose uid and resourceVersion say which version was set aside)."""
+
+
+class Malformed(NamedTuple):
+    """A list item that could not be projected, and why."""
+
+    key: ObjectKey
+    problem: str
+    metadata: Mapping[str, Any]
 
 
 class Page(NamedTuple):
@@ -66,6 +80,11 @@ class Page(NamedTuple):
     items: list[tuple[ObjectKey, Mapping[str, Any]]]
     resource_version: str
     continue_token: str
+    malformed: tuple[Malformed, ...] = ()
+
+
+class Unreadable(ValueError):
+    """A watch line or list page that is no JSON watch event or list at all."""
 
 
 class _ListMeta(Struct, gc=False):
@@ -97,15 +116,72 @@ class FastPath:
     def __init__(self, api_version: str, kind: str) -> None:
         self.api_version, self.kind = intern(api_version), intern(kind)
         self._group = api_version.rpartition("/")[0]
-        shape = kind_shape(kind_schema(self._group, kind))
+        schema = kind_schema(self._group, kind)
+        shape = kind_shape(schema)
         self.shape = shape.struct
         self._fix, self._check, self._intern = (step or _nothing for step in shape[1:])
         self._watch: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_Watch[shape.struct])  # type: ignore[name-defined]
         self._list: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_List[shape.struct])  # type: ignore[name-defined]
         self._event = (self._group, kind) in EVENT_KINDS
+        self._sections = tuple(name for name in schema.sections if name)
         self._pod = (self._group, kind) == ("", "Pod")
         self._packs = (self._group, kind) == ("apps", "ReplicaSet")
         """No rule judges a ReplicaSet (it only links Pods to their Deployment): it comes packed."""
+
+    def decode(self, line: bytes) -> Decoded:
+        """The event, always: the fast path when it is sure, else orjson + project() (a malformed
+        object comes with its `problem`). Raises Unreadable when the line is no watch event."""
+        decoded = self.event(line)
+        if decoded is not None:
+            return decoded
+        try:
+            event = orjson.loads(line)
+            kind, obj = event["type"], event["object"]
+            if not isinstance(kind, str) or not isinstance(obj, dict):
+                raise TypeError("type or object missing")
+        except (orjson.JSONDecodeError, KeyError, TypeError) as error:
+            raise Unreadable(f"unreadable watch event: {error}") from error
+        meta = _metadata(obj)
+        rv = meta.get("resourceVersion")
+        rv = rv if isinstance(rv, str) else ""
+        if kind not in ("ADDED", "MODIFIED", "DELETED"):
+            return Decoded(kind, rv, ("", ""), None, raw=obj)  # a BOOKMARK, or an ERROR's Status
+        key, projected, problem = self._slow(obj)
+        return Decoded(kind, rv, key, projected, problem, raw=obj)
+
+    def decode_page(self, body: bytes) -> Page:
+        """The list page, always: the fast path when it is sure of every item, else orjson +
+        project() (malformed items listed with their problem). Raises Unreadable when the body
+        is no list."""
+        page = self.page(body)
+        if page is not None:
+            return page
+        try:
+            raw = orjson.loads(body)
+            items, meta = raw.get("items") or [], raw.get("metadata") or {}
+        except (orjson.JSONDecodeError, AttributeError) as error:
+            raise Unreadable(f"unreadable list page: {error}") from error
+        projected, malformed = [], []
+        for item in items:
+            key, obj, problem = self._slow(item)
+            if obj is not None:
+                projected.append((key, obj))
+            else:
+                malformed.append(Malformed(key, problem, _metadata(item)))
+        rv, token = str(meta.get("resourceVersion") or ""), str(meta.get("continue") or "")
+        return Page(projected, rv, token, tuple(malformed))
+
+    def _slow(self, raw: Any) -> tuple[ObjectKey, Mapping[str, Any] | None, str]:
+        """(key, projection or None, problem) of an object as orjson read it."""
+        meta = _metadata(raw)
+        key = (str(meta.get("namespace") or ""), str(meta.get("name") or meta.get("uid") or "?"))
+        if not isinstance(raw, dict):
+            return key, None, "object is not a mapping"
+        raw["apiVersion"], raw["kind"] = self.api_version, self.kind
+        try:
+            return key, project(raw), ""
+        except MalformedObject as error:
+            return key, None, str(error)
 
     def event(self, line: bytes) -> Decoded | None:
         """The decoded event, or None when only the slow path can be sure."""
@@ -144,19 +220,24 @@ class FastPath:
         else:
             self._fix(obj)
         fields = msgspec.to_builtins(obj)
-        out = event_fields(fields) if self._event else _sections(fields)
+        out = event_fields(fields) if self._event else _without_empty(fields, self._sections)
         if self._packs:
             return key, Packed(Key(self._group, self.kind, *key), pack(out))
         return key, out
+
+
+def _metadata(raw: Any) -> Mapping[str, Any]:
+    meta = raw.get("metadata") if isinstance(raw, dict) else None
+    return meta if isinstance(meta, dict) else {}
 
 
 def _nothing(obj: Any) -> None:
     """The steps of a kind that needs none."""
 
 
-def _sections(fields: dict[str, Any]) -> dict[str, Any]:
+def _without_empty(fields: dict[str, Any], sections: tuple[str, ...]) -> dict[str, Any]:
     """project() leaves out a spec or status with nothing kept in it."""
-    for name in ("spec", "status"):
+    for name in sections:
         if name in fields and not fields[name]:
             del fields[name]
     return fields
@@ -172,13 +253,8 @@ def decode_event(line: bytes, *, api_version: str, kind: str) -> tuple[str, Mapp
     """(type, projection) of one watch line of the given kind, as orjson.loads + project()
     would give it: the fast path when it is sure, else exactly that slow path. The projection
     is None for BOOKMARK and ERROR events; a malformed object raises MalformedObject and an
-    unreadable line orjson.JSONDecodeError, as the slow path does."""
-    decoded = fast_path(api_version, kind).event(line)
-    if decoded is not None:
-        return decoded.type, decoded.object
-    event = orjson.loads(line)
-    obj = event["object"]
-    if event["type"] not in ("ADDED", "MODIFIED", "DELETED"):
-        return event["type"], None
-    obj["apiVersion"], obj["kind"] = api_version, kind
-    return event["type"], project(obj)
+    unreadable line Unreadable."""
+    decoded = fast_path(api_version, kind).decode(line)
+    if decoded.problem:
+        raise MalformedObject(decoded.problem)
+    return decoded.type, decoded.object

@@ -104,12 +104,11 @@ class _Generator:
         self._ns: dict[str, Any] = {
             "UNSET": UNSET,
             "_intern": intern,
+            "_interned": _interned,
             "_time": checked_time,
             "_Unsure": Unsure,
         }
-        self._ns["_interned"] = _interned
-        self.sources: list[str] = []
-        """The steps' source, for a reader."""
+        """What the generated steps see: these, and each Struct, filter and map filter by name."""
 
     def _name(self, prefix: str, value: Any) -> str:
         name = f"{prefix}{len(self._ns)}"
@@ -119,9 +118,11 @@ class _Generator:
     def struct(
         self, node: Obj, name: str, *, top: bool = False, nullable: bool = False, extra: Any = ()
     ) -> str:
-        """The name (in the steps' namespace) of the Struct decoding `node`. `top`: an object's
-        own level (a section is never a string); `nullable`: its fields may be null (an Event's
-        are, often); `extra`: fields decoded for the caller, not projected."""
+        """The name (in the steps' namespace) of the Struct decoding `node`, made on first use
+        (keyed by the node alone: the options below are only ever given to a kind's own top
+        level and metadata). `top`: an object's own level (a section is never a string);
+        `nullable`: its fields may be null (an Event's are, often); `extra`: fields decoded for
+        the caller, not projected."""
         known = self._structs.get(id(node))
         if known is not None:
             return known[1]
@@ -185,11 +186,12 @@ class _Generator:
             elif isinstance(field, Time) and checks:
                 lines.append(f"{attr} = _time({attr})")
             elif isinstance(field, Labels):
-                if (field.keep or field.value_limit is not None) and checks:
+                filtered = field.keep or field.value_limit is not None
+                if filtered and checks:
                     lines.append(
                         f"if type({attr}) is dict: {attr} = {self._name('_kept', _kept(field))}({attr})"
                     )
-                elif not (field.keep or field.value_limit is not None) and interns:
+                elif not filtered and interns:
                     lines.append(f"if type({attr}) is dict: {attr} = _interned({attr})")
             elif isinstance(field, Obj):
                 lines += self._object_steps(field, attr, mode, depth=depth, top=top)
@@ -238,7 +240,6 @@ class _Generator:
             return None
         function = self._name("_steps", None)
         source = f"def {function}(s):  # {name}\n    " + "\n    ".join(lines) + "\n"
-        self.sources.append(source)
         exec(source, self._ns)
         step: Step = self._ns[function]
         return step
