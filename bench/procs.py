@@ -58,8 +58,12 @@ class Proc:
 
     def cpu(self) -> float:
         """User + system CPU seconds used so far."""
+        return sum(self.cpu_times())
+
+    def cpu_times(self) -> tuple[float, float]:
+        """(user, system) CPU seconds used so far: utime and stime of /proc/<pid>/stat."""
         fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / TICKS
+        return int(fields[11]) / TICKS, int(fields[12]) / TICKS
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None

@@ -1,10 +1,12 @@
 """Runs the whole benchmark, one fresh API server + etcd per size, and writes bench/results/.
 
 Per size: create the cluster; record a watch stream under churn; time a bare list and
-stalewatch's initial sync (3 runs each, alternating); with stalewatch running measure RSS,
-/metrics scrapes (with a /healthz poller for event-loop stalls) and detection latency under
-churn; then the same API server with kube-state-metrics (sync, RSS, CPU under the same churn,
-scrape); finally the pure pipeline on the recorded stream, pinned to one core.
+stalewatch's initial sync (3 runs each, alternating); with stalewatch running measure RSS and
+/metrics scrapes (with a /healthz poller for event-loop stalls); start kube-state-metrics next to
+it (sync, RSS, scrape); with both running, their CPU over the same windows, idle and then under
+churn, each scraped as a Prometheus would and asked nothing else (`bench/cpu.py`); with
+kube-state-metrics stopped, stalewatch's detection latency under churn, its own window; finally
+the pure pipeline on the recorded stream, pinned to one core.
 
 Usage: python -m bench.run --sizes 1000,10000,50000 [--ksm PATH] [--out bench/results]
 """
@@ -29,7 +31,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from bench import procs
+from bench import cpu, procs
 from bench.generate import Churn, client_for, populate
 from bench.kinds import CONTROLLERS
 from bench.pipeline import NO_TIMEOUT, record
@@ -42,6 +44,8 @@ CRDS = procs.ROOT / "tests" / "crds"
 RUNS = 3
 PROBES = 30
 CHURN_RATE = 50.0
+CPU_WINDOW = 60.0
+"""Seconds of each CPU window: four scrapes at Prometheus' 15 s interval."""
 
 
 def start_plane() -> ControlPlane:
@@ -194,7 +198,8 @@ async def detection(session: aiohttp.ClientSession, base: str, churn: Churn) -> 
 
 
 async def under_churn(churn: Churn, proc: procs.Proc, seconds: float) -> dict[str, float]:
-    """CPU cores the process used while the API server took churn at CHURN_RATE for `seconds`."""
+    """CPU cores the process used while the API server took churn at CHURN_RATE for `seconds`
+    and the detection probes polled it (not comparable with kube-state-metrics: see bench/cpu.py)."""
     cpu = proc.cpu()
     writes = await churn.run(rate=CHURN_RATE, seconds=seconds)
     return {
@@ -204,74 +209,117 @@ async def under_churn(churn: Churn, proc: procs.Proc, seconds: float) -> dict[st
     }
 
 
-async def measure_stalewatch(plane: ControlPlane, churn: Churn, workdir: Path) -> dict[str, Any]:
+async def start_stalewatch(
+    session: aiohttp.ClientSession, plane: ControlPlane, workdir: Path
+) -> tuple[procs.Proc, str, dict[str, Any]]:
+    """Sync (RUNS times, alternating with the bare list), then RSS and scrapes of the last run,
+    which is left running for the CPU windows and the detection probes."""
     out: dict[str, Any] = {"sync_seconds": [], "barelist_seconds": []}
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session:
-        proc = None
-        for run in range(RUNS):
-            out["barelist_seconds"].append(
-                await timed_run(procs.barelist(plane.kubeconfig, workdir / "barelist.log"))
-            )
-            port = free_port()
-            proc = procs.stalewatch(plane.kubeconfig, port, workdir / f"stalewatch-{run}.log").start()
-            base = f"http://127.0.0.1:{port}"
+    proc = None
+    for run in range(RUNS):
+        out["barelist_seconds"].append(
+            await timed_run(procs.barelist(plane.kubeconfig, workdir / "barelist.log"))
+        )
+        port = free_port()
+        proc = procs.stalewatch(plane.kubeconfig, port, workdir / f"stalewatch-{run}.log").start()
+        base = f"http://127.0.0.1:{port}"
+        try:
             out["sync_seconds"].append(await procs.wait_until_ok(session, f"{base}/readyz", proc, within=600))
+        finally:
             if run < RUNS - 1:
                 proc.stop()
-        assert proc is not None
-        try:
-            await asyncio.sleep(3)
-            _, body, _ = await procs.fetch(session, f"{base}/api/v1/findings")
-            out["objects_held"] = orjson.loads(body)["summary"]["objects"]
-            out["rss_bytes"] = proc.rss()
-            out["scrape"] = await scrape(session, base)
-            load = asyncio.create_task(under_churn(churn, proc, 40))
-            out["detection"] = await detection(session, base, churn)
-            out.update(await load)
-            out["cpu_seconds_total"] = proc.cpu()
-        finally:
-            proc.stop()
+    assert proc is not None
+    try:
+        await asyncio.sleep(3)
+        _, body, _ = await procs.fetch(session, f"{base}/api/v1/findings")
+        out["objects_held"] = orjson.loads(body)["summary"]["objects"]
+        out["rss_bytes"] = proc.rss()
+        out["scrape"] = await scrape(session, base)
+    except BaseException:
+        proc.stop()
+        raise
     out["sync_seconds_median"] = statistics.median(out["sync_seconds"])
     out["barelist_seconds_median"] = statistics.median(out["barelist_seconds"])
     out["sync_overhead_ratio"] = out["sync_seconds_median"] / out["barelist_seconds_median"]
+    return proc, base, out
+
+
+async def probe_stalewatch(
+    session: aiohttp.ClientSession, proc: procs.Proc, base: str, churn: Churn
+) -> dict[str, Any]:
+    """Detection latency under churn, in a window of its own (the probes poll hard)."""
+    load = asyncio.create_task(under_churn(churn, proc, 40))
+    out: dict[str, Any] = {"detection": await detection(session, base, churn)}
+    out.update(await load)
+    out["cpu_seconds_total"] = proc.cpu()
     return out
 
 
-async def measure_ksm(
-    binary: Path, plane: ControlPlane, churn: Churn, workdir: Path, cluster: Cluster
-) -> dict[str, Any]:
+async def start_ksm(
+    session: aiohttp.ClientSession, binary: Path, plane: ControlPlane, workdir: Path, cluster: Cluster
+) -> tuple[procs.Proc, str, dict[str, Any]]:
+    """Started and synced (every Pod and a gotk series exported), then RSS and scrapes; left running."""
     port, telemetry = free_port(), free_port()
     proc = procs.ksm(binary, plane.kubeconfig, port, telemetry, workdir).start()
     base = f"http://127.0.0.1:{port}"
     pods = len(cluster.app_pods()) + len(CONTROLLERS)
     out: dict[str, Any] = {}
+    try:
+        while True:
+            if not proc.alive():
+                raise RuntimeError(f"kube-state-metrics exited; see {proc.log}")
+            status, body, _ = await procs.fetch(session, f"{base}/metrics")
+            if (
+                status == 200
+                and procs.count_series(body, b"kube_pod_info{") >= pods
+                and procs.count_series(body, b"gotk_resource_info{")
+            ):
+                out["sync_seconds"] = time.monotonic() - proc.started
+                break
+            await asyncio.sleep(0.5)
+        await asyncio.sleep(3)
+        out["gotk_series"] = procs.count_series(body, b"gotk_resource_info{")
+        out["rss_bytes"] = proc.rss()
+        durations = []
+        for _ in range(3):
+            _, body, seconds = await procs.fetch(session, f"{base}/metrics")
+            durations.append(seconds)
+        out["scrape"] = {"metrics_seconds_p50": statistics.median(durations), "metrics_bytes": len(body)}
+    except BaseException:
+        proc.stop()
+        raise
+    return proc, base, out
+
+
+async def measure_processes(
+    plane: ControlPlane, churn: Churn, workdir: Path, cluster: Cluster, *, ksm: Path | None
+) -> dict[str, Any]:
+    """stalewatch, then kube-state-metrics next to it; both through the same CPU windows;
+    then stalewatch alone through the detection probes."""
+    result: dict[str, Any] = {}
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=120)) as session:
+        sw, sw_base, result["stalewatch"] = await start_stalewatch(session, plane, workdir)
         try:
-            while True:
-                if not proc.alive():
-                    raise RuntimeError(f"kube-state-metrics exited; see {proc.log}")
-                status, body, _ = await procs.fetch(session, f"{base}/metrics")
-                if (
-                    status == 200
-                    and procs.count_series(body, b"kube_pod_info{") >= pods
-                    and procs.count_series(body, b"gotk_resource_info{")
-                ):
-                    out["sync_seconds"] = time.monotonic() - proc.started
-                    break
-                await asyncio.sleep(0.5)
-            await asyncio.sleep(3)
-            out["gotk_series"] = procs.count_series(body, b"gotk_resource_info{")
-            out["rss_bytes"] = proc.rss()
-            durations = []
-            for _ in range(3):
-                _, body, seconds = await procs.fetch(session, f"{base}/metrics")
-                durations.append(seconds)
-            out["scrape"] = {"metrics_seconds_p50": statistics.median(durations), "metrics_bytes": len(body)}
-            out.update(await under_churn(churn, proc, 40))
-            out["cpu_seconds_total"] = proc.cpu()
+            targets = [cpu.Target("stalewatch", sw, f"{sw_base}/metrics")]
+            kp = None
+            if ksm is not None:
+                log(f"{cluster.size}: kube-state-metrics next to stalewatch (sync, memory, scrape)")
+                kp, ksm_base, result["ksm"] = await start_ksm(session, ksm, plane, workdir, cluster)
+                targets.append(cpu.Target("ksm", kp, f"{ksm_base}/metrics"))
+            try:
+                log(f"{cluster.size}: CPU side by side, idle then under churn ({CPU_WINDOW:.0f} s each)")
+                await asyncio.sleep(cpu.SETTLE_SECONDS)
+                result["cpu"] = await cpu.windows(
+                    session, targets, churn=churn, rate=CHURN_RATE, seconds=CPU_WINDOW
+                )
+            finally:
+                if kp is not None:
+                    kp.stop()
+            log(f"{cluster.size}: stalewatch detection probes under churn")
+            result["stalewatch"].update(await probe_stalewatch(session, sw, sw_base, churn))
         finally:
-            proc.stop()
-    return out
+            sw.stop()
+    return result
 
 
 async def run_pipeline(stream: Path) -> dict[str, Any]:
@@ -314,11 +362,8 @@ async def bench_size(size: int, *, ksm: Path | None, workdir: Path) -> dict[str,
                 await asyncio.sleep(2)
                 stop.set()
                 result["stream_events"] = await recorder
-                log(f"{size}: stalewatch (sync x{RUNS}, memory, scrape, detection)")
-                result["stalewatch"] = await measure_stalewatch(plane, churn, workdir)
-                if ksm is not None:
-                    log(f"{size}: kube-state-metrics")
-                    result["ksm"] = await measure_ksm(ksm, plane, churn, workdir, cluster)
+                log(f"{size}: stalewatch (sync x{RUNS}, memory, scrape)")
+                result.update(await measure_processes(plane, churn, workdir, cluster, ksm=ksm))
             finally:
                 result["churn_failures"] = churn.failures
                 leases.cancel()

@@ -4,7 +4,9 @@ Nothing here asserts a number from the benchmark (those are measured, not promis
 tests assert that each step does what it claims: the generator creates the cluster it
 describes, churn really breaks and heals Pods, the recorded stream holds every watched
 object and feeds the pipeline, stalewatch syncs it and serves a broken Pod as a finding,
-and the report renders results into BENCHMARKS.md's tables.
+the CPU windows measure a running process idle and under churn while only scraping it,
+the live profile's stacks are attributed to the job they belong to, and the report renders
+results into BENCHMARKS.md's tables.
 
 The benchmark's cluster has its own flux-system controllers, so it gets its own API server
 instead of the session one other tests share.
@@ -23,7 +25,7 @@ import orjson
 import pytest
 import yaml
 
-from bench import pipeline, procs, report, run
+from bench import cpu, liveprofile, pipeline, procs, report, run
 from bench.barelist import main as barelist_main
 from bench.generate import Churn, client_for, populate
 from bench.kinds import API_VERSIONS, CONTROLLERS
@@ -145,6 +147,120 @@ async def test_stalewatch_syncs_the_cluster_and_serves_a_broken_pod_as_a_finding
         assert proc.cpu() > 0
     finally:
         proc.stop()
+
+
+async def test_the_cpu_windows_measure_a_process_idle_then_under_churn_scraped_at_the_cadence(
+    plane: ControlPlane, kube: Kube, cluster: Cluster, tmp_path: Path
+) -> None:
+    port = free_port()
+    proc = procs.stalewatch(plane.kubeconfig, port, tmp_path / "stalewatch.log").start()
+    base = f"http://127.0.0.1:{port}"
+    try:
+        async with aiohttp.ClientSession() as session:
+            await procs.wait_until_ok(session, f"{base}/readyz", proc, within=120)
+            target = cpu.Target("stalewatch", proc, f"{base}/metrics")
+            measured = await cpu.windows(
+                session, [target], churn=Churn(kube, cluster), rate=30, seconds=2, scrape_every=1
+            )
+    finally:
+        proc.stop()
+    assert measured["scrape_every_seconds"] == 1
+    assert measured["idle"]["writes_per_s"] == 0
+    assert measured["churn"]["writes_per_s"] > 0
+    for name in ("idle", "churn"):
+        spent = measured[name]["stalewatch"]
+        assert spent["scrapes"] >= 2, name  # at 0 s and 1 s of a 2 s window
+        assert spent["cpu_seconds"] == spent["cpu_user_seconds"] + spent["cpu_system_seconds"]
+        assert spent["cpu_cores"] == pytest.approx(spent["cpu_seconds"] / measured[name]["seconds"])
+        assert spent["rss_bytes"] > 0
+    assert measured["churn"]["stalewatch"]["cpu_seconds"] > 0  # it decoded and judged the churn
+
+
+def _frame(function: str, path: str) -> str:
+    return f"{function} ({path}:1)"
+
+
+LOOP = [
+    _frame("_run_module_as_main", "<frozen runpy>"),
+    _frame("BaseEventLoop._run_once", "/py/lib/python3.11/asyncio/base_events.py"),
+    _frame("Handle._run", "/py/lib/python3.11/asyncio/events.py"),
+]
+SITE = "/work/.venv/lib/python3.11/site-packages"
+
+
+@pytest.mark.parametrize(
+    ("frames", "expected"),
+    [
+        pytest.param(
+            [
+                _frame("LiveModel._evaluate", "/w/watcher/kube/live.py"),
+                _frame("correlate", "/w/watcher/model/correlate.py"),
+            ],
+            "correlation",
+            id="correlating-inside-an-evaluation-is-correlation",
+        ),
+        pytest.param(
+            [
+                _frame("HealthModel.evaluate", "/w/watcher/model/engine.py"),
+                _frame("dig", "/w/watcher/model/objects.py"),
+            ],
+            "evaluation (rules, kstatus, health rows)",
+            id="reading-objects-inside-an-evaluation-is-evaluation",
+        ),
+        pytest.param(
+            [
+                _frame("Reflector._event", "/w/watcher/kube/reflector.py"),
+                _frame("FastPath.event", "/w/watcher/model/fastpath/__init__.py"),
+            ],
+            "decode (fast path, projection)",
+            id="the-fast-path-is-decode",
+        ),
+        pytest.param(
+            [
+                _frame("Reflector._event", "/w/watcher/kube/reflector.py"),
+                _frame("HealthModel.upsert", "/w/watcher/model/engine.py"),
+            ],
+            "model upsert",
+            id="the-engine-outside-an-evaluation-is-upsert",
+        ),
+        pytest.param(
+            [
+                _frame("Reflector._stream", "/w/watcher/kube/reflector.py"),
+                _frame("StreamReader.readline", f"{SITE}/aiohttp/streams.py"),
+            ],
+            "watch stream reading (reflector, aiohttp client)",
+            id="reading-the-watch-stream",
+        ),
+        pytest.param(
+            [_frame("metrics", "/w/watcher/web/server.py"), _frame("render", "/w/watcher/export/metrics.py")],
+            "/metrics render",
+            id="rendering-metrics-under-the-handler-is-the-render",
+        ),
+        pytest.param(
+            [_frame("RequestHandler.start", f"{SITE}/aiohttp/web_protocol.py")],
+            "aiohttp server (requests, protocol)",
+            id="the-http-server-outside-any-handler",
+        ),
+        pytest.param(
+            [_frame("Logger.warning", "/py/lib/python3.11/logging/__init__.py")],
+            "logging",
+            id="logging-wherever-it-is-called",
+        ),
+        pytest.param(
+            [_frame("_collection", "/w/bench/traced.py")],
+            "garbage collection (seen in the timing hook)",
+            id="the-collection-hook",
+        ),
+        pytest.param([], "asyncio event loop (timers, callbacks, selector)", id="the-loop-alone"),
+    ],
+)
+def test_a_live_profile_stack_is_attributed_to_the_job_it_belongs_to(
+    frames: list[str], expected: str
+) -> None:
+    raw = ";".join(LOOP + frames) + " 3\n"
+    ((stack, count),) = liveprofile.parse_raw(raw)
+    assert (liveprofile.job(stack), count) == (expected, 3)
+    assert liveprofile.breakdown([(stack, count)])["jobs"] == {expected: 1.0}
 
 
 def test_ksm_config_exports_one_info_series_per_flux_kind_with_ready_and_revision() -> None:
