@@ -168,7 +168,7 @@ def _py_spy(pid: int, *, seconds: float, out: Path, rate: int) -> list[str]:
 
 async def profile(size: int, *, seconds: float, out: Path, rate: int) -> dict[str, Any]:
     plane = await asyncio.to_thread(run.start_plane)
-    result: dict[str, Any] = {"size": size, "seconds": seconds, "rate_hz": rate}
+    result: dict[str, Any] = {"size": size, "seconds": seconds, "rate_hz": rate, "commit": procs.commit()}
     try:
         async with await client_for(plane.kubeconfig) as api:
             kube = Kube(api)

@@ -79,6 +79,17 @@ class Proc:
             self.proc.wait()
 
 
+def commit() -> str:
+    """The commit measured, with `+dirty` when the tree differs from it."""
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True
+    )
+    return head + ("+dirty" if dirty.stdout.strip() else "")
+
+
 async def fetch(session: aiohttp.ClientSession, url: str) -> tuple[int, bytes, float]:
     """(status, body, seconds) of one GET; connection errors count as status 0."""
     started = time.perf_counter()

@@ -399,6 +399,7 @@ def machine(ksm: Path | None) -> dict[str, Any]:
     bins = binaries_dir()
     return {
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
+        "commit": procs.commit(),
         "cpus": len(os.sched_getaffinity(0)),
         "cpu_model": next(
             (
