@@ -3,7 +3,7 @@
 A sampling profiler sees a collection as the Python line that allocated when it started, so the
 collector's share of the CPU would hide in whatever code happened to allocate. This wrapper adds a
 `gc.callbacks` hook (which costs two clock reads per collection) and writes the totals per
-generation to $STALEWATCH_BENCH_GC_STATS each time the process gets SIGUSR1. Then it runs
+generation to $BENCH_GC_STATS each time the process gets SIGUSR1. Then it runs
 `python -m watcher` with the same arguments, unchanged.
 
     python -m bench.traced run --kubeconfig ... --listen ...
@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-STATS_ENV = "STALEWATCH_BENCH_GC_STATS"
+STATS_ENV = "BENCH_GC_STATS"  # not STALEWATCH_*: stalewatch warns about those it does not know
 
 _totals = {str(gen): {"collections": 0, "cpu_seconds": 0.0, "collected": 0} for gen in range(3)}
 _started = [0.0]
