@@ -114,6 +114,25 @@ def _name(frame: Frame) -> str:
     return f"{function} ({file})"
 
 
+async def _evaluations(session: aiohttp.ClientSession, target: cpu.Target) -> tuple[float, float]:
+    """(count, sum of seconds) of stalewatch's own evaluation histogram, read from one scrape."""
+    _, body, _ = await procs.fetch(session, target.metrics_url)
+    values = {}
+    for line in body.split(b"\n"):
+        name, _, value = line.partition(b" ")
+        if name in (
+            b"stalewatch_evaluation_duration_seconds_count",
+            b"stalewatch_evaluation_duration_seconds_sum",
+        ):
+            values[name.rsplit(b"_", 1)[1]] = float(value)
+    return values[b"count"], values[b"sum"]
+
+
+async def _findings(session: aiohttp.ClientSession, target: cpu.Target) -> int:
+    _, body, _ = await procs.fetch(session, target.metrics_url.replace("/metrics", "/api/v1/findings"))
+    return len(orjson.loads(body)["findings"])
+
+
 def _gc(path: Path, proc: procs.Proc) -> dict[str, Any]:
     path.unlink(missing_ok=True)
     proc.proc.send_signal(10) if proc.proc is not None else None  # SIGUSR1
@@ -134,6 +153,7 @@ async def profiled_window(
     gc_stats: Path,
     rate: int,
 ) -> dict[str, Any]:
+    evaluated = await _evaluations(session, target)
     gc_before = _gc(gc_stats, target.proc)
     spy = await asyncio.create_subprocess_exec(
         *_py_spy(target.proc.pid, seconds=seconds, out=out, rate=rate),
@@ -146,9 +166,18 @@ async def profiled_window(
     if spy.returncode != 0:
         raise RuntimeError(f"py-spy failed: {err.decode(errors='replace')[-2000:]}")
     gc_after = _gc(gc_stats, target.proc)
+    count, total = (
+        after - before for after, before in zip(await _evaluations(session, target), evaluated, strict=True)
+    )
     stacks = parse_raw(await asyncio.to_thread(out.read_text))
     gc_window = {gen: {k: gc_after[gen][k] - gc_before[gen][k] for k in gc_after[gen]} for gen in gc_after}
     result = {**measured, "gc": gc_window, "profile": breakdown(stacks)}
+    # the two scrapes read around the window are outside its CPU figures, inside its evaluations
+    result["evaluations"] = {
+        "count": count,
+        "wall_seconds": total,
+        "findings_after": await _findings(session, target),
+    }
     result["gc_share_of_cpu"] = sum(g["cpu_seconds"] for g in gc_window.values()) / max(
         1e-9, measured[target.name]["cpu_seconds"]
     )
