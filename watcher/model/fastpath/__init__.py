@@ -118,8 +118,7 @@ class FastPath:
         self._group = api_version.rpartition("/")[0]
         schema = kind_schema(self._group, kind)
         shape = kind_shape(schema)
-        self.shape = shape.struct
-        self._fix, self._check, self._intern = (step or _nothing for step in shape[1:])
+        self._fix, self._check, self._intern = shape.fix, shape.check, shape.intern
         self._watch: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_Watch[shape.struct])  # type: ignore[name-defined]
         self._list: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_List[shape.struct])  # type: ignore[name-defined]
         self._event = (self._group, kind) in EVENT_KINDS
@@ -229,10 +228,6 @@ class FastPath:
 def _metadata(raw: Any) -> Mapping[str, Any]:
     meta = raw.get("metadata") if isinstance(raw, dict) else None
     return meta if isinstance(meta, dict) else {}
-
-
-def _nothing(obj: Any) -> None:
-    """The steps of a kind that needs none."""
 
 
 def _without_empty(fields: dict[str, Any], sections: tuple[str, ...]) -> dict[str, Any]:

@@ -82,13 +82,13 @@ Step = Callable[[Any], None]
 
 
 class Shape(NamedTuple):
-    """One kind's Struct type and its steps after decoding (None when it needs none): `check`
-    all but interning, `intern` only that, `fix` both."""
+    """One kind's Struct type and its steps after decoding: `check` all but interning, `intern`
+    only that, `fix` both."""
 
     struct: type[msgspec.Struct]
-    fix: Step | None
-    check: Step | None
-    intern: Step | None
+    fix: Step
+    check: Step
+    intern: Step
 
 
 def _union(*types: Any) -> Any:
@@ -235,11 +235,9 @@ class _Generator:
             return []
         return [f"{value} = {attr}", f"if type({value}) is list:", *(f"    {line}" for line in inner)]
 
-    def function(self, name: str, lines: list[str]) -> Step | None:
-        if not lines:
-            return None
+    def function(self, name: str, lines: list[str]) -> Step:
         function = self._name("_steps", None)
-        source = f"def {function}(s):  # {name}\n    " + "\n    ".join(lines) + "\n"
+        source = f"def {function}(s):  # {name}\n    " + "\n    ".join(lines or ["pass"]) + "\n"
         exec(source, self._ns)
         step: Step = self._ns[function]
         return step
