@@ -127,3 +127,52 @@ def odd_names() -> Evaluation:
         controllers=[],
         revisions=[RevisionInfo(weird, "GitRepository/team-ä/repo", 'tag "v1"\nline two', "")],
     )
+
+
+HOSTILE = (
+    'back\\slash "quoted" new\nline tab\tcr\r nul\x00 esc\x1b del\x7f nel\x85 ls\u2028 '
+    "ä 🚀 %s %(x)s {0} }{ \\n \\"
+)
+"""Everything a label value can carry that an encoder must escape or leave alone: the text format
+escapes backslash, double quote and newline, and passes every other character through as UTF-8."""
+
+EACH_ESCAPE = ('only "quotes"', "only\nnewline", "only\\backslash")
+"""One character to escape in each, so no check for one of them can hide behind another."""
+
+
+def hostile() -> Evaluation:
+    """Every model family with series, their free-text label values (revisions, sources, groups,
+    names from other tools) set to HOSTILE variants, a root chain through them and times to render."""
+    odd = ks(f"ns-{HOSTILE}", f"name-{HOSTILE}")
+    controller = subject("Deployment", f"ctl-{HOSTILE}", f"controller-{HOSTILE}", "apps/v1")
+    root = finding(f"root-{HOSTILE}", FindingType.CONTROLLER_DOWN, controller, severity=Severity.CRITICAL)
+    return Evaluation(
+        now=datetime(2025, 3, 1, 12, 0, 0, 123456, tzinfo=UTC),
+        findings=[
+            root,
+            finding(
+                f"stale-{HOSTILE}", FindingType.STATUS_STALE, odd, severity=Severity.INFO, root_cause=root.id
+            ),
+            finding("unknown-since", FindingType.STUCK_RECONCILING, odd, since=None),
+        ],
+        objects=[
+            ObjectHealth(
+                odd, Status.FAILED, HOSTILE, stale=True, controller=None, last_transition=READY_SINCE
+            ),
+            *(
+                ObjectHealth(ks("a", each), Status.TERMINATING, "", stale=False, controller=None,
+                             last_transition=None)
+                for each in EACH_ESCAPE
+            ),
+        ],
+        controllers=[
+            ControllerHealth(
+                controller, up=False, reason="LeaseExpired", groups=(f"g-{HOSTILE}", "a.io"), since=DOWN_SINCE
+            ),
+            ControllerHealth(deployment("up"), up=True, reason="", groups=(), since=None),
+        ],
+        revisions=[
+            RevisionInfo(odd, f"GitRepository/{HOSTILE}", f"main@{HOSTILE}", HOSTILE),
+            *(RevisionInfo(ks("a", each), "GitRepository/a/b", each, "v1") for each in EACH_ESCAPE),
+        ],
+    )

@@ -1,0 +1,246 @@
+"""One writer for the model's gauge families: each family is declared once (name, help, label
+names in order, and how an item gives its label values), and that declaration writes both the
+text line Prometheus scrapes and the Samples that prometheus-client's other encoders
+(OpenMetrics, `get_sample_value`) read.
+
+The text is written here rather than by prometheus-client's encoder because a 50k-object
+cluster has some 400k series and the client builds a Sample, a dict and a sorted label list for
+each of them; this writer fills one precompiled line template per series instead (see
+bench/scrape.py). tests/export/test_exposition.py holds its text byte-equal to
+`prometheus_client.generate_latest` for every family, hostile label values included.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable, Sequence
+from operator import itemgetter
+from typing import Any, Generic, TypeVar
+
+from prometheus_client.exposition import generate_latest
+from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+from prometheus_client.registry import CollectorRegistry
+from prometheus_client.samples import Sample
+from prometheus_client.utils import floatToGoString
+
+Item = TypeVar("Item")
+Values = tuple[str, ...]
+"""An item's label values, in the order of its family's `labels`."""
+
+_go_float: Callable[[float], str] = floatToGoString  # prometheus-client's own number spelling (untyped)
+_METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
+_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+
+
+class Gauge(Generic[Item]):
+    """A gauge with at most one series per item: `of` gives the item's label values and value,
+    or None when the item has none (a time that is unknown)."""
+
+    def __init__(
+        self,
+        name: str,
+        help: str,
+        labels: Sequence[str],
+        *,
+        of: Callable[[Item], tuple[Values, float] | None],
+    ) -> None:
+        self.name, self.help, self.labels, self.of = name, help, tuple(labels), of
+        self.header = _header(name, help, self.labels)
+        self._pieces, self._weave = _compile(_line(name, self.labels, value=len(self.labels)))
+
+    def key(self, item: Item) -> Values | None:
+        row = self.of(item)
+        return None if row is None else row[0]
+
+    def text(self, item: Item) -> str:
+        row = self.of(item)
+        if row is None:
+            return ""
+        values, value = row
+        return "".join(self._weave((*self._pieces, *_escaped(values), _number(value))))
+
+    def samples(self, item: Item) -> list[Sample]:
+        row = self.of(item)
+        if row is None:
+            return []
+        return [Sample(self.name, dict(zip(self.labels, row[0], strict=True)), row[1])]
+
+
+class StateSet(Generic[Item]):
+    """kube-state-metrics' StateSet: one series per state, 1 for the current one and 0 for the
+    others (all 0 when the current one is not a state). The state is the last of `labels`; `of`
+    gives the values of the others and the current state."""
+
+    def __init__(
+        self,
+        name: str,
+        help: str,
+        labels: Sequence[str],
+        *,
+        states: Sequence[str],
+        of: Callable[[Item], tuple[Values, str]],
+    ) -> None:
+        self.name, self.help, self.labels, self.states, self.of = name, help, tuple(labels), tuple(states), of
+        self.header = _header(name, help, self.labels)
+        state = len(self.labels) - 1
+
+        def lines(current: str | None) -> list[str | int]:
+            """An item's series, one per state, with the state and the value as literals."""
+            return [
+                part
+                for each in self.states
+                for part in _line(
+                    name, self.labels, value="1.0" if each == current else "0.0", fixed={state: each}
+                )
+            ]
+
+        # the literal parts for each current state (and for none) share one weave: one join per item
+        self._pieces = {current: _compile(lines(current))[0] for current in self.states}
+        self._none, self._weave = _compile(lines(None))
+
+    def key(self, item: Item) -> Values:
+        return self.of(item)[0]
+
+    def text(self, item: Item) -> str:
+        values, current = self.of(item)
+        return "".join(self._weave((*self._pieces.get(current, self._none), *_escaped(values))))
+
+    def samples(self, item: Item) -> list[Sample]:
+        values, current = self.of(item)
+        labels = dict(zip(self.labels, values, strict=False))
+        last = self.labels[-1]
+        return [
+            Sample(self.name, {**labels, last: state}, 1.0 if state == current else 0.0)
+            for state in self.states
+        ]
+
+
+Family = Gauge[Any] | StateSet[Any]
+
+
+class Rendered(GaugeMetricFamily):
+    """A family as one scrape renders it: its text written item by item (`chunks`), and its
+    samples, which only the other encoders read, built from the items when first asked for."""
+
+    def __init__(self, family: Family, items: Sequence[Any], chunks: list[str]) -> None:
+        super().__init__(family.name, family.help, labels=family.labels)
+        self.family, self.items, self.chunks = family, items, chunks
+        self._text: str | None = None
+        self._samples: list[Sample] | None = None
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = self.family.header + "".join(self.chunks)
+        return self._text
+
+    @property
+    def samples(self) -> list[Sample]:
+        if self._samples is None:
+            self._samples = [sample for item in self.items for sample in self.family.samples(item)]
+        return self._samples
+
+    @samples.setter
+    def samples(self, value: list[Sample]) -> None:
+        self._samples = value or None  # Metric.__init__ sets [] before any item is known
+
+
+def render_whole(family: Family, items: Iterable[Any]) -> Rendered:
+    """`family` over `items`, the first item with given label values winning: two series with
+    the same labels would make Prometheus drop samples."""
+    seen: set[Values] = set()
+    kept = []
+    for item in items:
+        key = family.key(item)
+        if key is not None and key not in seen:
+            seen.add(key)
+            kept.append(item)
+    return Rendered(family, kept, [family.text(item) for item in kept])
+
+
+def text_format(registry: CollectorRegistry) -> bytes:
+    """Prometheus text format 0.0.4, byte-identical to prometheus_client.generate_latest: the
+    model's families from the text they carry, any other metric by generate_latest itself."""
+    parts = []
+    for metric in registry.collect():
+        parts.append(
+            metric.text if isinstance(metric, Rendered) else generate_latest(_Single(metric)).decode()
+        )
+    return "".join(parts).encode()
+
+
+class _Single:
+    """One already-collected metric, in the shape generate_latest reads."""
+
+    def __init__(self, metric: Metric) -> None:
+        self._metric = metric
+
+    def collect(self) -> Iterable[Metric]:
+        return [self._metric]
+
+
+def _header(name: str, help: str, labels: Values) -> str:
+    """HELP and TYPE as the text format spells them; the names must be legacy names, which every
+    escaping scheme leaves as they are (the writer does not escape names)."""
+    if not _METRIC_NAME.fullmatch(name) or not all(_LABEL_NAME.fullmatch(label) for label in labels):
+        raise ValueError(f"{name}{labels}: metric and label names must match {_LABEL_NAME.pattern}")
+    documentation = help.replace("\\", r"\\").replace("\n", r"\n")
+    return f"# HELP {name} {documentation}\n# TYPE {name} gauge\n"
+
+
+def _line(
+    name: str, labels: Values, *, value: int | str, fixed: dict[int, str] | None = None
+) -> list[str | int]:
+    """One series line as literal text and the indexes of the item's values to put between,
+    labels in sorted order (as every encoder writes them). `value` is a literal or an index;
+    a `fixed` label is a literal (a StateSet's state), escaped here."""
+    fixed = fixed or {}
+    parts: list[str | int] = [name + ("{" if labels else "")]
+    for n, (label, index) in enumerate(sorted((label, index) for index, label in enumerate(labels))):
+        parts += ["," * (n > 0) + f'{label}="', _escape(fixed[index]) if index in fixed else index, '"']
+    parts += ["} " if labels else " ", value, "\n"]
+    return parts
+
+
+def _compile(parts: list[str | int]) -> tuple[tuple[str, ...], Callable[[tuple[str, ...]], tuple[str, ...]]]:
+    """The literal parts (adjacent ones merged) and the weave: from the literals followed by the
+    item's values, the whole sequence to join, picked in C by one itemgetter."""
+    merged: list[str | int] = []
+    for part in parts:
+        if isinstance(part, str) and merged and isinstance(merged[-1], str):
+            merged[-1] += part
+        else:
+            merged.append(part)
+    pieces = tuple(part for part in merged if isinstance(part, str))
+    order, literal = [], 0
+    for part in merged:
+        if isinstance(part, str):
+            order.append(literal)
+            literal += 1
+        else:
+            order.append(len(pieces) + part)
+    if len(order) == 1:  # itemgetter with one index returns the value itself, not a tuple
+        return pieces, lambda parts: (parts[order[0]],)
+    return pieces, itemgetter(*order)
+
+
+def _escaped(values: Values) -> Values:
+    """`values` escaped as label values; one scan of them all in the usual case of nothing to escape."""
+    joined = "".join(values)
+    if "\\" in joined or '"' in joined or "\n" in joined:
+        return tuple(_escape(value) for value in values)
+    return values
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
+
+
+def _number(value: float) -> str:
+    """floatToGoString's spelling, the usual 1 and 0 without calling it."""
+    if value == 1.0:
+        return "1.0"
+    if value == 0.0 and math.copysign(1.0, value) > 0:
+        return "0.0"
+    return _go_float(value)
