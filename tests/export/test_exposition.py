@@ -15,14 +15,17 @@ from collections.abc import Callable, Iterable
 
 import pytest
 from prometheus_client import generate_latest
+from prometheus_client.exposition import choose_encoder
 from prometheus_client.metrics_core import Metric
 from prometheus_client.openmetrics import exposition as openmetrics
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 from prometheus_client.registry import CollectorRegistry
 
+from tests.app.test_watcher_metrics import telemetry
 from watcher.export.families import Gauge, Rendered, StateSet
 from watcher.export.metrics import FAMILIES, ModelCollector, build_registry, render
+from watcher.export.watcher_metrics import WatcherCollector
 from watcher.model.types import Evaluation
 
 from . import evaluations as ev
@@ -51,20 +54,51 @@ def hostile_families() -> dict[str, Rendered]:
     return {m.name: m for m in ModelCollector(ev.hostile).collect() if isinstance(m, Rendered)}
 
 
+PROMETHEUS = (
+    "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,"
+    "text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
+)
+"""The Accept header of a real scrape by the Prometheus these tests run (2.42): OpenMetrics first."""
+ACCEPTS = [
+    pytest.param(None, id="no_accept_header"),
+    pytest.param("text/plain; version=0.0.4", id="text_0_0_4"),
+    pytest.param(PROMETHEUS, id="prometheus_accept_header"),
+    pytest.param(
+        "application/openmetrics-text; version=1.0.0; escaping=allow-utf-8", id="openmetrics_allow_utf8"
+    ),
+    pytest.param("application/openmetrics-text", id="openmetrics_without_version"),
+    pytest.param("text/plain; version=1.0.0; escaping=allow-utf-8", id="text_1_0_0_allow_utf8"),
+    pytest.param("text/plain; version=1.0.0; escaping=dots", id="text_1_0_0_dots"),
+    pytest.param("application/openmetrics-text; version=1.0.0; escaping=values", id="openmetrics_values"),
+]
+FORMATS = [
+    pytest.param(False, generate_latest, id="text_format"),
+    pytest.param(
+        True, lambda one: openmetrics.generate_latest(one).removesuffix(b"# EOF\n"), id="openmetrics"
+    ),
+]
+
+
+@pytest.mark.parametrize(("as_openmetrics", "encoder"), FORMATS)
 @pytest.mark.parametrize("name", [pytest.param(name, id=name) for name in FAMILIES])
-def test_each_family_is_written_byte_for_byte_as_prometheus_client_writes_it(name: str) -> None:
+def test_each_family_is_written_byte_for_byte_as_prometheus_client_writes_it(
+    name: str, as_openmetrics: bool, encoder: Callable[[One], bytes]
+) -> None:
     family = hostile_families()[name]
     assert family.samples, "the hostile scene gives every family series, so every family is compared"
-    assert family.text.encode() == generate_latest(One(family))
+    assert family.text(openmetrics=as_openmetrics).encode() == encoder(One(family))
 
 
+@pytest.mark.parametrize("accept", ACCEPTS)
 @pytest.mark.parametrize("scene", SCENES)
-def test_a_whole_scrape_is_byte_for_byte_what_prometheus_client_writes(
-    scene: Callable[[], Evaluation],
+def test_a_whole_scrape_is_byte_for_byte_what_the_clients_chosen_encoder_writes(
+    scene: Callable[[], Evaluation], accept: str | None
 ) -> None:
+    """The watcher's own metrics (counters, a histogram) are in the scrape too."""
     registry = build_registry(scene)
-    body, _ = render(registry)
-    assert body == generate_latest(registry)
+    registry.register(WatcherCollector(telemetry()))
+    encoder, content_type = choose_encoder(accept or "")
+    assert render(registry, accept=accept) == (encoder(registry), content_type)
 
 
 def served_labels(
@@ -138,13 +172,13 @@ def test_a_gauge_spells_every_value_as_prometheus_client_does(value: float) -> N
     family = gauge()
     row = (("z", ev.HOSTILE, ""), value)
     rendered = Rendered(family, [row], [family.text(row)])
-    assert rendered.text.encode() == generate_latest(One(rendered))
+    assert rendered.text().encode() == generate_latest(One(rendered))
 
 
 def test_help_text_is_escaped_as_prometheus_client_escapes_it() -> None:
     family = gauge(help=f"Help with {ev.HOSTILE}")
     rendered = Rendered(family, [], [])
-    assert rendered.text.encode() == generate_latest(One(rendered))
+    assert rendered.text().encode() == generate_latest(One(rendered))
 
 
 @pytest.mark.parametrize(
@@ -165,7 +199,7 @@ def test_a_stateset_writes_what_prometheus_client_writes(current: str) -> None:
     )
     row = ((ev.HOSTILE,), current)
     rendered = Rendered(family, [row], [family.text(row)])
-    assert rendered.text.encode() == generate_latest(One(rendered))
+    assert rendered.text().encode() == generate_latest(One(rendered))
 
 
 @pytest.mark.parametrize(

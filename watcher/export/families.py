@@ -15,11 +15,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from operator import itemgetter
 from typing import Any, Generic, TypeVar
 
-from prometheus_client.exposition import generate_latest
+from prometheus_client.exposition import choose_encoder, generate_latest
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+from prometheus_client.openmetrics import exposition as openmetrics
 from prometheus_client.registry import CollectorRegistry
 from prometheus_client.samples import Sample
 from prometheus_client.utils import floatToGoString
@@ -29,6 +31,11 @@ Values = tuple[str, ...]
 """An item's label values, in the order of its family's `labels`."""
 
 _go_float: Callable[[float], str] = floatToGoString  # prometheus-client's own number spelling (untyped)
+_openmetrics: Callable[..., bytes] = openmetrics.generate_latest  # the client's OpenMetrics encoder (untyped)
+_UNDERSCORES = openmetrics.UNDERSCORES
+_NAMES_UNCHANGED = {_UNDERSCORES, openmetrics.ALLOWUTF8}
+"""Escaping schemes that leave legacy names as they are (the others rewrite `_` or prefix names)."""
+_EOF = "# EOF\n"
 _METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 
@@ -46,7 +53,7 @@ class Gauge(Generic[Item]):
         of: Callable[[Item], tuple[Values, float] | None],
     ) -> None:
         self.name, self.help, self.labels, self.of = name, help, tuple(labels), of
-        self.header = _header(name, help, self.labels)
+        self.headers = _headers(name, help, self.labels)
         self._pieces, self._weave = _compile(_line(name, self.labels, value=len(self.labels)))
 
     def key(self, item: Item) -> Values | None:
@@ -82,7 +89,7 @@ class StateSet(Generic[Item]):
         of: Callable[[Item], tuple[Values, str]],
     ) -> None:
         self.name, self.help, self.labels, self.states, self.of = name, help, tuple(labels), tuple(states), of
-        self.header = _header(name, help, self.labels)
+        self.headers = _headers(name, help, self.labels)
         state = len(self.labels) - 1
 
         def lines(current: str | None) -> list[str | int]:
@@ -120,20 +127,23 @@ Family = Gauge[Any] | StateSet[Any]
 
 
 class Rendered(GaugeMetricFamily):
-    """A family as one scrape renders it: its text written item by item (`chunks`), and its
-    samples, which only the other encoders read, built from the items when first asked for."""
+    """A family as one scrape renders it: its series written item by item (`chunks`, the same
+    lines in both text formats), and its samples, which only the client's encoders read, built
+    from the items when first asked for."""
 
     def __init__(self, family: Family, items: Sequence[Any], chunks: list[str]) -> None:
         super().__init__(family.name, family.help, labels=family.labels)
         self.family, self.items, self.chunks = family, items, chunks
-        self._text: str | None = None
+        self._written: dict[bool, str] = {}
         self._samples: list[Sample] | None = None
 
-    @property
-    def text(self) -> str:
-        if self._text is None:
-            self._text = self.family.header + "".join(self.chunks)
-        return self._text
+    def text(self, *, openmetrics: bool = False) -> str:
+        """The whole family in the Prometheus text format, or in OpenMetrics; kept, as the
+        family is while its part of the model is unchanged."""
+        written = self._written.get(openmetrics)
+        if written is None:
+            written = self._written[openmetrics] = self.family.headers[openmetrics] + "".join(self.chunks)
+        return written
 
     @property
     def samples(self) -> list[Sample]:
@@ -159,15 +169,37 @@ def render_whole(family: Family, items: Iterable[Any]) -> Rendered:
     return Rendered(family, kept, [family.text(item) for item in kept])
 
 
+def render(registry: CollectorRegistry, *, accept: str | None = None) -> tuple[bytes, str]:
+    """The body and Content-Type for a scrape with this Accept header, as the client negotiates it.
+
+    Prometheus asks for OpenMetrics first (3.x with `escaping=allow-utf-8`) and the text format
+    next. For the model's families both are written here: their names are legacy names, which
+    the default and the allow-utf-8 escaping leave alone, and the series lines of the two formats
+    are the same. Any other metric, and any other escaping scheme, is the chosen encoder's own.
+    """
+    encoder, content_type = choose_encoder(accept or "")
+    func, keywords = (encoder.func, encoder.keywords) if isinstance(encoder, partial) else (encoder, {})
+    if func in (generate_latest, _openmetrics) and keywords.get("escaping", _UNDERSCORES) in _NAMES_UNCHANGED:
+        return _written(registry, openmetrics=func is _openmetrics, other=encoder), content_type
+    return encoder(registry), content_type
+
+
 def text_format(registry: CollectorRegistry) -> bytes:
     """Prometheus text format 0.0.4, byte-identical to prometheus_client.generate_latest: the
     model's families from the text they carry, any other metric by generate_latest itself."""
+    return _written(registry, openmetrics=False, other=generate_latest)
+
+
+def _written(registry: CollectorRegistry, *, openmetrics: bool, other: Callable[[_Single], bytes]) -> bytes:
+    """Every collected metric in one format: the model's families from their text, any other one
+    by `other` (the client's encoder of that format; OpenMetrics' `# EOF` goes once at the end)."""
     parts = []
     for metric in registry.collect():
-        parts.append(
-            metric.text if isinstance(metric, Rendered) else generate_latest(_Single(metric)).decode()
-        )
-    return "".join(parts).encode()
+        if isinstance(metric, Rendered):
+            parts.append(metric.text(openmetrics=openmetrics))
+        else:
+            parts.append(other(_Single(metric)).decode().removesuffix(_EOF if openmetrics else ""))
+    return ("".join(parts) + (_EOF if openmetrics else "")).encode()
 
 
 class _Single:
@@ -180,13 +212,17 @@ class _Single:
         return [self._metric]
 
 
-def _header(name: str, help: str, labels: Values) -> str:
-    """HELP and TYPE as the text format spells them; the names must be legacy names, which every
-    escaping scheme leaves as they are (the writer does not escape names)."""
+def _headers(name: str, help: str, labels: Values) -> dict[bool, str]:
+    """HELP and TYPE in the text format (False) and in OpenMetrics (True), which also escapes
+    double quotes in HELP. The names must be legacy ones, which the default escaping leaves as
+    they are: the writer writes them verbatim."""
     if not _METRIC_NAME.fullmatch(name) or not all(_LABEL_NAME.fullmatch(label) for label in labels):
         raise ValueError(f"{name}{labels}: metric and label names must match {_LABEL_NAME.pattern}")
-    documentation = help.replace("\\", r"\\").replace("\n", r"\n")
-    return f"# HELP {name} {documentation}\n# TYPE {name} gauge\n"
+    text = help.replace("\\", r"\\").replace("\n", r"\n")
+    return {
+        False: f"# HELP {name} {text}\n# TYPE {name} gauge\n",
+        True: f"# HELP {name} {_escape(help)}\n# TYPE {name} gauge\n",
+    }
 
 
 def _line(

@@ -26,11 +26,12 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any, NamedTuple, TypeVar
 
-from prometheus_client.exposition import choose_encoder, generate_latest
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.registry import CollectorRegistry
 
-from watcher.export.families import Family, Gauge, Rendered, StateSet, Values, render_whole, text_format
+from watcher.export.families import Family, Gauge, Rendered, StateSet, Values, render_whole
+from watcher.export.families import render as render  # what /metrics calls
+from watcher.export.families import text_format as text_format
 from watcher.model.types import (
     CONTROLLER_DOWN_REASONS,
     ControllerHealth,
@@ -311,17 +312,3 @@ def build_registry(source: EvaluationSource) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=True)
     registry.register(ModelCollector(source))
     return registry
-
-
-def render(registry: CollectorRegistry, *, accept: str | None = None) -> tuple[bytes, str]:
-    """The body and Content-Type for a /metrics request with the given Accept header.
-
-    The classic text format, which Prometheus asks for by default, goes through
-    `text_format`: the same bytes as prometheus-client's encoder, several times faster on
-    the hundreds of thousands of gauge samples a large cluster produces. Any other format
-    (OpenMetrics, text 1.0.0 with an escaping scheme) is the client's own, from the samples.
-    """
-    encoder, content_type = choose_encoder(accept or "")
-    if encoder is generate_latest:
-        return text_format(registry), content_type
-    return encoder(registry), content_type
