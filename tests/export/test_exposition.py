@@ -214,7 +214,7 @@ def test_a_family_whose_names_the_writer_would_have_to_escape_is_refused(
     name: str, labels: tuple[str, ...]
 ) -> None:
     """Every escaping scheme leaves legacy names as they are; the writer writes names verbatim."""
-    with pytest.raises(ValueError, match="names must match"):
+    with pytest.raises(ValueError, match="must be legacy names"):
         Gauge(name, "Help.", labels, of=lambda row: None)
 
 
