@@ -32,8 +32,9 @@ from typing import Any, Protocol, TypeVar
 
 import pytest
 import yaml
-from prometheus_client import start_http_server
 from prometheus_client.registry import CollectorRegistry
+
+from watcher.export.metrics import render
 
 T = TypeVar("T")
 
@@ -118,11 +119,26 @@ class Webhook:
 
 @contextmanager
 def serve_registry(registry: CollectorRegistry) -> Iterator[str]:
-    """Serves a registry's /metrics on a loopback port; yields the scrape target host:port."""
-    port = free_port()
-    server, thread = start_http_server(port, addr="127.0.0.1", registry=registry)
+    """Serves a registry's /metrics on a loopback port as stalewatch serves it (`render`, which
+    picks the format from the scraper's Accept header); yields the scrape target host:port."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body, content_type = render(registry, accept=self.headers.get("Accept"))
+            self.send_response(200)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
     try:
-        yield f"127.0.0.1:{port}"
+        yield f"127.0.0.1:{server.server_address[1]}"
     finally:
         server.shutdown()
         server.server_close()

@@ -64,3 +64,22 @@ def test_root_cause_pages_and_its_symptoms_are_inhibited(prom_stack: StackFactor
         assert summary == "Deployment flux-system/kustomize-controller is down (ImagePullBackOff)"
         assert description.endswith("Symptoms it explains (suppressed while it fires): 2.")
         assert "StalewatchStatusStale" not in stack.webhook.alertnames()
+
+
+def test_prometheus_stores_hostile_label_values_as_the_model_gave_them(prom_stack: StackFactory) -> None:
+    """Prometheus asks for OpenMetrics; one revision string it could not parse would fail the
+    whole scrape (up=0, every stalewatch series gone), so each family is checked in its store."""
+    registry = build_registry(ev.hostile)
+    served = {m.name: m.samples for m in registry.collect()}
+    with serve_registry(registry) as target:
+        stack = prom_stack(targets=[target])
+        stack.wait_for(lambda: stack.query("stalewatch_revision_info"), what="a scrape of the hostile values")
+        assert [float(s["value"][1]) for s in stack.query(f'up{{instance="{target}"}}')] == [1.0]
+        for name, samples in served.items():
+            stored = {labels_of(s["metric"]) for s in stack.query(name)}
+            assert stored == {labels_of(s.labels) for s in samples}, name
+
+
+def labels_of(series: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """A series' own labels, without the ones Prometheus adds (an empty label is no label to it)."""
+    return tuple(sorted((k, v) for k, v in series.items() if v and k not in ("instance", "job", "__name__")))
