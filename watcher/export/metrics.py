@@ -95,6 +95,7 @@ class _Group:
 
 
 def _rooted(findings: Sequence[Finding]) -> list[_Rooted]:
+    """Each finding with its label values; a group built whole, as roots are found across the list."""
     by_id = {f.id: f for f in findings}
     rooted = []
     for finding in findings:
