@@ -56,7 +56,8 @@ class Gauge(Generic[Item]):
     ) -> None:
         self.name, self.help, self.labels, self.of = name, help, tuple(labels), of
         self.headers = _headers(name, help, self.labels)
-        self._pieces, self._weave = _compile(_line(name, self.labels, value=len(self.labels)))
+        closing = ["} " if self.labels else " ", len(self.labels), "\n"]  # the value follows the label values
+        self._pieces, self._weave = _compile([*_opening(name, self.labels), *closing])
 
     def key(self, item: Item) -> Values | None:
         row = self.of(item)
@@ -67,7 +68,11 @@ class Gauge(Generic[Item]):
         if row is None:
             return ""
         values, value = row
-        return "".join(self._weave((*self._pieces, *_escaped(values), _number(value))))
+        joined = "".join(values)  # _escaped() and _number() inlined: this runs for every series
+        if "\\" in joined or '"' in joined or "\n" in joined:
+            values = tuple(map(_escape, values))
+        number = "1.0" if value == 1.0 else _number(value)
+        return "".join(self._weave((*self._pieces, *values, number)))
 
     def samples(self, item: Item) -> list[Sample]:
         row = self.of(item)
@@ -78,8 +83,9 @@ class Gauge(Generic[Item]):
 
 class StateSet(Generic[Item]):
     """kube-state-metrics' StateSet: one series per state, 1 for the current one and 0 for the
-    others (all 0 when the current one is not a state). The state is the last of `labels`; `of`
-    gives the values of the others and the current state."""
+    others (all 0 when the current one is not a state). The state is the last of `labels` and
+    must sort after the others, so an item's lines share everything up to the state; `of` gives
+    the values of the other labels and the current state."""
 
     def __init__(
         self,
@@ -92,28 +98,30 @@ class StateSet(Generic[Item]):
     ) -> None:
         self.name, self.help, self.labels, self.states, self.of = name, help, tuple(labels), tuple(states), of
         self.headers = _headers(name, help, self.labels)
-        state = len(self.labels) - 1
+        *others, state = self.labels
+        if sorted(self.labels)[-1] != state:
+            raise ValueError(f"{name}: the state label {state!r} must sort after the other labels")
+        opening = [*_opening(name, tuple(others)), ("," if others else "{") + f'{state}="']
+        self._pieces, self._weave = _compile(opening)
 
-        def lines(current: str | None) -> list[str | int]:
-            """An item's series, one per state, with the state and the value as literals."""
-            return [
-                part
-                for each in self.states
-                for part in _line(
-                    name, self.labels, value="1.0" if each == current else "0.0", fixed={state: each}
-                )
-            ]
+        def ends(current: str | None) -> tuple[str, ...]:
+            return tuple(
+                f'{_escape(each)}"}} {"1.0" if each == current else "0.0"}\n' for each in self.states
+            )
 
-        # the literal parts for each current state (and for none) share one weave: one join per item
-        self._pieces = {current: _compile(lines(current))[0] for current in self.states}
-        self._none, self._weave = _compile(lines(None))
+        self._ends = {current: ends(current) for current in self.states}
+        self._none = ends(None)
 
     def key(self, item: Item) -> Values:
         return self.of(item)[0]
 
     def text(self, item: Item) -> str:
         values, current = self.of(item)
-        return "".join(self._weave((*self._pieces.get(current, self._none), *_escaped(values))))
+        joined = "".join(values)  # _escaped(), inlined: this runs for every object
+        if "\\" in joined or '"' in joined or "\n" in joined:
+            values = tuple(map(_escape, values))
+        start = "".join(self._weave((*self._pieces, *values)))
+        return start + start.join(self._ends.get(current, self._none))
 
     def samples(self, item: Item) -> list[Sample]:
         values, current = self.of(item)
@@ -227,17 +235,12 @@ def _headers(name: str, help: str, labels: Values) -> dict[bool, str]:
     }
 
 
-def _line(
-    name: str, labels: Values, *, value: int | str, fixed: dict[int, str] | None = None
-) -> list[str | int]:
-    """One series line as literal text and the indexes of the item's values to put between,
-    labels in sorted order (as every encoder writes them). `value` is a literal or an index;
-    a `fixed` label is a literal (a StateSet's state), escaped here."""
-    fixed = fixed or {}
+def _opening(name: str, labels: Values) -> list[str | int]:
+    """`name{a="<value 0>",b="<value 1>"` (no closing brace) as literal text and the indexes of
+    the item's values to put between, labels in sorted order as every encoder writes them."""
     parts: list[str | int] = [name + ("{" if labels else "")]
     for n, (label, index) in enumerate(sorted((label, index) for index, label in enumerate(labels))):
-        parts += ["," * (n > 0) + f'{label}="', _escape(fixed[index]) if index in fixed else index, '"']
-    parts += ["} " if labels else " ", value, "\n"]
+        parts += ["," * (n > 0) + f'{label}="', index, '"']
     return parts
 
 

@@ -77,10 +77,6 @@ _where: Callable[[Subject], Values] = itemgetter(*OBJECT_LABELS)
 _controller: Callable[[Subject], Values] = itemgetter(*CONTROLLER_LABELS)
 
 
-def _flag(on: bool) -> float:
-    return 1.0 if on else 0.0
-
-
 @dataclass(frozen=True, slots=True)
 class _Group:
     """Families built from one of the model's lists. The model hands out the same list until
@@ -171,7 +167,7 @@ GROUPS: tuple[_Group, ...] = (
                 "stalewatch_object_stale",
                 "1 when the object's controller is down, so its status is a cached report, not a live one.",
                 OBJECT_LABELS,
-                of=lambda o: (_where(o.subject), _flag(o.stale)),
+                of=lambda o: (_where(o.subject), float(o.stale)),
             ),
             Gauge[ObjectHealth](
                 "stalewatch_object_last_transition_timestamp_seconds",
@@ -193,7 +189,7 @@ GROUPS: tuple[_Group, ...] = (
                 "stalewatch_controller_up",
                 "1 when the controller workload is available and holds its leader Lease, else 0.",
                 CONTROLLER_LABELS,
-                of=lambda c: (_controller(c.subject), _flag(c.up)),
+                of=lambda c: (_controller(c.subject), float(c.up)),
             ),
             StateSet[ControllerHealth](
                 "stalewatch_controller_down_reason",
@@ -295,10 +291,11 @@ def _itemized(
     """
     chunks: list[list[str]] = [[] for _ in group.families]
     rows: dict[int, _Row] = {}
+    texts = [family.text for family in group.families]
     for item in items:
         row = previous.get(id(item))
         if row is None or row[0] is not item:
-            row = (item, [family.text(item) for family in group.families])
+            row = (item, [text(item) for text in texts])
         rows[id(item)] = row
         for chunk, text in zip(chunks, row[1], strict=True):
             chunk.append(text)
