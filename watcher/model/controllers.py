@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from watcher.model.kinds import CONTROLLER_WORKLOADS
 from watcher.model.objects import (
     Key,
     after,
@@ -39,8 +40,6 @@ from watcher.model.workloads import (
     pod_state,
     termination_evidence,
 )
-
-WORKLOAD_KINDS = ("Deployment", "StatefulSet")
 
 _TICK = timedelta(microseconds=1)
 """Re-check just after a boundary that is strict ("expired" means renewTime + duration < now)."""
@@ -85,7 +84,7 @@ class ControllerState:
 
 def matches(spec: ControllerSpec, workload: Mapping[str, Any]) -> bool:
     """A Deployment/StatefulSet is this controller by name, or by selector labels when given."""
-    if workload["kind"] not in WORKLOAD_KINDS:
+    if workload["kind"] not in CONTROLLER_WORKLOADS:
         return False
     meta = workload["metadata"]
     if spec.namespace is not None and meta.get("namespace", "") != spec.namespace:

@@ -33,9 +33,10 @@ from datetime import datetime
 from typing import Any
 
 from watcher.model.context import new_finding
-from watcher.model.controllers import WORKLOAD_KINDS, ControllerState
-from watcher.model.flux import APPLIERS, FLUX_GROUPS, applied_revision, dependencies, inventory, source_key
+from watcher.model.controllers import ControllerState
+from watcher.model.flux import applied_revision, dependencies, inventory, source_key
 from watcher.model.graph import View
+from watcher.model.kinds import APPLIERS, CONTROLLER_WORKLOADS, FLUX_GROUPS
 from watcher.model.objects import (
     Key,
     after,
@@ -264,7 +265,7 @@ def _controller_workloads(own: Mapping[Key, ControllerState]) -> dict[str, list[
     """(name, state) of each controller workload, by namespace."""
     found: dict[str, list[tuple[str, ControllerState]]] = defaultdict(list)
     for workload, state in own.items():
-        if workload.kind in WORKLOAD_KINDS:
+        if workload.kind in CONTROLLER_WORKLOADS:
             found[workload.namespace].append((workload.name, state))
     return found
 

@@ -36,7 +36,6 @@ from typing import Any
 
 from watcher.model.context import Ctx
 from watcher.model.controllers import (
-    WORKLOAD_KINDS,
     Claim,
     Claims,
     ControllerState,
@@ -46,8 +45,8 @@ from watcher.model.controllers import (
     owns_pod,
 )
 from watcher.model.correlate import Correlation, OrderKey, correlate, order_key, satellite_output
-from watcher.model.flux import APPLIERS
 from watcher.model.graph import Edge, Packed, Recorder, Store
+from watcher.model.kinds import APPLIERS, TRACKED, Track, key_of_kind
 from watcher.model.kstatus import compute_status
 from watcher.model.objects import (
     Key,
@@ -77,8 +76,8 @@ from watcher.model.types import (
 )
 from watcher.model.workloads import timed_by
 
-_CRD = ("apiextensions.k8s.io", "CustomResourceDefinition")
-_LEASE = ("coordination.k8s.io", "Lease")
+_POD = key_of_kind(Track.POD)
+_LEASE = key_of_kind(Track.LEASE)
 
 
 @dataclass(slots=True)
@@ -146,7 +145,7 @@ class HealthModel:
         self._touched_edges: set[Edge] = set()
         self._reads: Recorder | None = None
         self._owners = OwnerCache()
-        self._pods = functools.partial(self._store.in_namespace, "", "Pod")
+        self._pods = functools.partial(self._store.in_namespace, *_POD)
         self._rejections: dict[tuple[Key, str], list[Rejection]] = {}
         """Per object and step ("u" taking it in, "o" its rules, "c" its controller verdict)."""
         self._rejected: list[Rejection] | None = []
@@ -280,22 +279,25 @@ class HealthModel:
         self._dirty.add(key)
         self._mark(key, edges)
         namespace = key.namespace
-        if key.kind in WORKLOAD_KINDS and key.group == "apps":
+        track = TRACKED.get((key.group, key.kind))
+        if track is None:
+            return
+        if track is Track.CONTROLLER:
             self._track_controller(key, new)
-        elif (key.group, key.kind) == ("", "Pod"):
+        elif track is Track.POD:
             self._track_pod(key, new)
             # a StatefulSet's or DaemonSet's `since` is read off its Pods (workloads.workload_state)
             self._dirty.update(k for k in timed_by(old, new) if self._store.raw(k) is not None)
-        elif (key.group, key.kind) == ("apps", "ReplicaSet"):  # it may link Pods to a controller
+        elif track is Track.REPLICASET:  # it may link Pods to a controller
             for workload_key in self._controllers_by_ns.get(namespace, ()):
                 self._rescan_pods(workload_key)
-        elif (key.group, key.kind) == _LEASE:
+        elif track is Track.LEASE:
             self._dirty_controllers.update(
                 k
                 for k, spec in self._controllers.items()
                 if (spec.lease_namespace or k.namespace) == namespace
             )
-        elif (key.group, key.kind) == _CRD:
+        else:
             self._track_crd(key, new if new is not None else old, deleted=new is None, now=now)
 
     def _mark(self, key: Key, edges: set[Edge]) -> None:
@@ -331,7 +333,7 @@ class HealthModel:
         pods.clear()
         if workload is None:
             return
-        for pod in self._store.in_namespace("", "Pod", key.namespace):
+        for pod in self._store.in_namespace(*_POD, key.namespace):
             if owns_pod(workload, pod, self._store.raw):
                 pods.add(key_of(pod))
 
@@ -490,7 +492,7 @@ class HealthModel:
         for key in dirty:
             spec = self._controllers.get(key)
             workload = self._store.get(key)
-            held = not self._stale.isdisjoint((key.kind, "Pod", "Lease"))
+            held = not self._stale.isdisjoint((key.kind, _POD[1], _LEASE[1]))
             if held and spec is not None and workload is not None:
                 self._dirty_controllers.add(key)  # judged again once its inputs are live (set_stale)
                 continue

@@ -1,4 +1,4 @@
-"""Flux vocabulary: API groups, and the references and revisions Flux objects record.
+"""Flux vocabulary: the references and revisions Flux objects record.
 
 Readers only (what a Kustomization/HelmRelease/Terraform points at and what it applied);
 the rules that judge them live in rules.py, the graph that indexes them in graph.py.
@@ -11,33 +11,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from watcher.model.kinds import FLUX_GROUPS, INVENTORY_KINDS, SOURCE_GROUP
 from watcher.model.objects import Key, Lookup, dig, group_of, text, time_at
 
-SOURCE_GROUP = "source.toolkit.fluxcd.io"
-KUSTOMIZE_GROUP = "kustomize.toolkit.fluxcd.io"
-HELM_GROUP = "helm.toolkit.fluxcd.io"
-TERRAFORM_GROUP = "infra.contrib.fluxcd.io"
-FLUX_GROUPS: Mapping[str, str] = {
-    "Kustomization": KUSTOMIZE_GROUP,
-    "HelmRelease": HELM_GROUP,
-    "Terraform": TERRAFORM_GROUP,
-    "GitRepository": SOURCE_GROUP,
-    "OCIRepository": SOURCE_GROUP,
-    "Bucket": SOURCE_GROUP,
-    "HelmRepository": SOURCE_GROUP,
-    "HelmChart": SOURCE_GROUP,
-}
-"""The API group of the kinds a reference may name without an apiVersion."""
-
-APPLIERS = ("Kustomization", "HelmRelease", "Terraform")
-"""Kinds that apply a source's revision and record what they applied (in this order of lookup)."""
-
 REQUESTED_AT = "reconcile.fluxcd.io/requestedAt"
-
-INVENTORY_KINDS = frozenset(
-    {"Kustomization", "HelmRelease", "Terraform", "Deployment", "StatefulSet", "DaemonSet"}
-)
-"""Inventory entries worth following: GitOps children and workloads (not every ConfigMap)."""
 
 _RELEASE = ("helm.sh", "Release")
 """Pseudo group/kind naming a Helm release (namespace, release name) in the release index."""

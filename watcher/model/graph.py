@@ -26,22 +26,17 @@ from typing import Any, Protocol, cast
 import msgspec
 
 from watcher.model.flux import (
-    APPLIERS,
-    HELM_GROUP,
-    KUSTOMIZE_GROUP,
     inventory,
     release_key,
     release_keys,
     source_key,
 )
+from watcher.model.kinds import APPLIERS, HELM_GROUP, KUSTOMIZE_GROUP, PACKED_KINDS
 from watcher.model.objects import Key, annotations_of, dig, group_of, key_of, labels_of
 
 Links = dict[str, set[Key]]
 Edge = tuple[str, Key]
 
-PACKED_KINDS = frozenset(
-    {("", "Pod"), *(("apps", kind) for kind in ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"))}
-)
 _encode = msgspec.msgpack.Encoder().encode
 _decode = msgspec.msgpack.Decoder().decode
 

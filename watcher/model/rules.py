@@ -18,7 +18,8 @@ from typing import Any
 from watcher.model.context import Ctx, new_finding
 from watcher.model.controllers import ControllerState
 from watcher.model.events import retry_loop
-from watcher.model.flux import APPLIERS, REQUESTED_AT, dependencies
+from watcher.model.flux import REQUESTED_AT, dependencies
+from watcher.model.kinds import APPLIERS, JUDGED, Judge
 from watcher.model.objects import (
     Condition,
     annotations_of,
@@ -402,15 +403,10 @@ GITOPS_RULES: Sequence[Rule] = (
 )
 """Checked on every visible GitOps object that is not suspended (revision_skew on APPLIERS only)."""
 
-RULES: Mapping[tuple[str, str], Rule] = {
-    ("", "Pod"): workload_unhealthy,
-    ("apps", "Deployment"): workload_unhealthy,
-    ("apps", "StatefulSet"): workload_unhealthy,
-    ("apps", "DaemonSet"): workload_unhealthy,
-    ("", "Event"): retry_loop,
-    ("events.k8s.io", "Event"): retry_loop,
-}
-"""Built-in kinds with a rule, by (group, kind)."""
+_JUDGES: Mapping[Judge, Rule] = {Judge.WORKLOAD: workload_unhealthy, Judge.EVENT: retry_loop}
+
+RULES: Mapping[tuple[str, str], Rule] = {key: _JUDGES[judge] for key, judge in JUDGED.items()}
+"""Built-in kinds with a rule, by (group, kind) (declared in kinds.KINDS)."""
 
 
 def local_findings(

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from watcher.model.context import Ctx
+from watcher.model.kinds import TIMED_BY_PODS
 from watcher.model.objects import (
     Condition,
     Key,
@@ -57,9 +58,6 @@ REPLACED_BY: frozenset[tuple[str, str]] = frozenset(
 )
 """Owners that speak for their failed Pods: they replace them (their own availability says
 whether that works), or, for a Job, count them against its backoffLimit."""
-
-TIMED_BY_PODS = ("StatefulSet", "DaemonSet")
-"""Workloads whose controllers write no time: how long they lack replicas is read off their Pods."""
 
 
 @dataclass(frozen=True, slots=True)
