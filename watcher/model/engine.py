@@ -9,8 +9,8 @@ Incremental design (an event must not cost O(cluster)):
     recomputed only when it, or its source, changes (reverse "source" index);
   * controller verdicts are recomputed only when their workload, one of their Pods
     (tracked per controller), a ReplicaSet in their namespace or a Lease changes;
-  * every cached answer carries the next moment a threshold could flip it; a heap of
-    those deadlines makes `evaluate(later_now)` re-check exactly the objects due;
+  * every cached answer carries the next moment a threshold could flip it; its owner's heap
+    of those deadlines (deadlines.py) makes `evaluate(later_now)` re-check exactly what is due;
   * correlation then runs over findings only, and only when something changed; which
     workload and release each failing object belongs to is kept from pass to pass
     (owners.py) until an object or edge it was read from changes;
@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import heapq
-import itertools
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
@@ -45,6 +43,7 @@ from watcher.model.controllers import (
     owns_pod,
 )
 from watcher.model.correlate import Correlation, OrderKey, correlate, order_key, satellite_output
+from watcher.model.deadlines import Deadlines
 from watcher.model.graph import Edge, Packed, Recorder, Store
 from watcher.model.kinds import APPLIERS, TRACKED, Track, key_of_kind
 from watcher.model.kstatus import compute_status
@@ -131,9 +130,9 @@ class HealthModel:
         self._stale: frozenset[str] = frozenset()
         self._removals: dict[Key, _Removal] = {}
         self._deleted = RecentlyDeleted()
-        self._due: dict[tuple[str, Key], datetime] = {}
-        self._heap: list[tuple[datetime, int, str, Key]] = []
-        self._seq = itertools.count()
+        self._objects_due = Deadlines()
+        self._controllers_due = Deadlines()
+        self._removals_due = Deadlines()
         self._health: SortedTable[Key, ObjectHealth] = SortedTable()
         self._revisions: SortedTable[Key, RevisionInfo] = SortedTable()
         self._changed = True
@@ -357,7 +356,7 @@ class HealthModel:
         if not deleted and not is_deleting(crd):
             if removal is not None:  # the CRD is back
                 del self._removals[key]
-                self._schedule("r", key, None)
+                self._removals_due.schedule(key, None)
                 self._recheck = True
             return
         if removal is None:
@@ -368,7 +367,7 @@ class HealthModel:
             self._recheck = True
         if deleted and removal.gone_at is None:
             removal.gone_at = now
-            self._schedule("r", key, now + self._config.thresholds.crd_removed_retention)
+            self._removals_due.schedule(key, now + self._config.thresholds.crd_removed_retention)
 
     def _removal(self, crd: Mapping[str, Any], *, now: datetime) -> Finding | None:
         group, kind = text(crd, "spec", "group"), text(crd, "spec", "names", "kind")
@@ -383,27 +382,15 @@ class HealthModel:
 
     # -- Time ----------------------------------------------------------------------------------
 
-    def _schedule(self, tag: str, key: Key, when: datetime | None) -> None:
-        if when is None:
-            self._due.pop((tag, key), None)
-            return
-        if self._due.get((tag, key)) == when:
-            return
-        self._due[tag, key] = when
-        heapq.heappush(self._heap, (when, next(self._seq), tag, key))
-
     def _pop_due(self, now: datetime) -> None:
-        while self._heap and self._heap[0][0] <= now:
-            when, _, tag, key = heapq.heappop(self._heap)
-            if self._due.get((tag, key)) != when:
-                continue  # superseded
-            del self._due[tag, key]
+        objects = self._objects_due.pop_due(now)
+        controllers = self._controllers_due.pop_due(now)
+        removals = self._removals_due.pop_due(now)
+        if objects or controllers or removals:
             self._changed = self._recheck = True
-            if tag == "o":
-                self._dirty.add(key)
-            elif tag == "c":
-                self._dirty_controllers.add(key)
-            else:
+            self._dirty.update(objects)
+            self._dirty_controllers.update(controllers)
+            for key in removals:
                 self._removals.pop(key, None)
 
     # -- Evaluation ----------------------------------------------------------------------------
@@ -506,12 +493,12 @@ class HealthModel:
             if state is None:
                 if self._states.pop(key, None) is not None:
                     self._recheck = True
-                self._schedule("c", key, None)
+                self._controllers_due.schedule(key, None)
                 continue
             if _significant(self._states.get(key), state):
                 self._recheck = True
             self._states[key] = state
-            self._schedule("c", key, state.deadline)
+            self._controllers_due.schedule(key, state.deadline)
         claims = Claims(self._config.controllers, self._visible_states())
         for group, kind in self._store.kinds():
             if not claims.is_gitops(group, kind):
@@ -541,7 +528,7 @@ class HealthModel:
             self._local.pop(key, None)
             self._with_findings.discard(key)
             self._satellites.pop(key, None)
-            self._schedule("o", key, None)
+            self._objects_due.schedule(key, None)
             self._health.set(key, None)
             self._revisions.set(key, None)
             self._reject(key, "o", [])
@@ -566,7 +553,7 @@ class HealthModel:
             self._local[key] = _Local(findings, deadline)
         else:
             self._local.pop(key, None)
-        self._schedule("o", key, deadline)
+        self._objects_due.schedule(key, deadline)
         if gitops:
             self._health.set(key, health)
             self._revisions.set(key, revision)
