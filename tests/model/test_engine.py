@@ -261,7 +261,7 @@ def test_an_event_re_evaluates_only_its_object_and_neighbours() -> None:
     model.upsert(project(kustomization("app-7", applied="main@sha1:" + "b" * 40)), now=NOW)
 
     assert model._dirty == {next(iter(model._dirty))}  # white-box: the design under test
-    assert model._dirty_controllers == set()
+    assert model._controllers._dirty == set()
 
 
 def test_evaluate_function_keeps_the_last_of_duplicate_objects() -> None:

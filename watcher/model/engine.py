@@ -26,22 +26,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from watcher.model.context import Ctx
-from watcher.model.controllers import (
-    Claim,
-    Claims,
-    ControllerState,
-    controller_state,
-    find_lease,
-    match_spec,
-    owns_pod,
-)
 from watcher.model.correlate import Correlation, OrderKey, correlate, order_key, satellite_output
 from watcher.model.deadlines import Deadlines
 from watcher.model.graph import Edge, Packed, Recorder, Store
@@ -62,9 +52,8 @@ from watcher.model.owners import OwnerCache
 from watcher.model.quarantine import dropped_fields, rule_failed
 from watcher.model.rules import crd_removed, local_findings
 from watcher.model.table import SortedTable
+from watcher.model.tracking import ControllerTracker
 from watcher.model.types import (
-    ControllerHealth,
-    ControllerSpec,
     Evaluation,
     Finding,
     FindingType,
@@ -76,7 +65,6 @@ from watcher.model.types import (
 from watcher.model.workloads import timed_by
 
 _POD = key_of_kind(Track.POD)
-_LEASE = key_of_kind(Track.LEASE)
 
 
 @dataclass(slots=True)
@@ -121,17 +109,10 @@ class HealthModel:
         self._placed_for = Correlation([])
         """The correlation whose promotions and roots `_placed` follows."""
         self._dirty: set[Key] = set()
-        self._controllers: dict[Key, ControllerSpec] = {}
-        self._controllers_by_ns: dict[str, set[Key]] = defaultdict(set)
-        self._controller_pods: dict[Key, set[Key]] = defaultdict(set)
-        self._states: dict[Key, ControllerState] = {}
-        self._dirty_controllers: set[Key] = set()
-        self._claims = Claims(self._config.controllers, ())
-        self._stale: frozenset[str] = frozenset()
+        self._controllers = ControllerTracker(self._config, self._store)
         self._removals: dict[Key, _Removal] = {}
         self._deleted = RecentlyDeleted()
         self._objects_due = Deadlines()
-        self._controllers_due = Deadlines()
         self._removals_due = Deadlines()
         self._health: SortedTable[Key, ObjectHealth] = SortedTable()
         self._revisions: SortedTable[Key, RevisionInfo] = SortedTable()
@@ -192,8 +173,8 @@ class HealthModel:
         key = packed.key
         if (
             key in self._local
-            or self._controllers_by_ns.get(key.namespace)
-            or self._claims.is_gitops(key.group, key.kind)
+            or self._controllers.in_namespace(key.namespace)
+            or self._controllers.claims.is_gitops(key.group, key.kind)
         ):
             return False
         self._store.put_packed(packed)
@@ -205,7 +186,7 @@ class HealthModel:
         key = key_of(obj)
         old, edges = self._store.remove(key)
         if old is not None:
-            if self._claims.is_gitops(key.group, key.kind):
+            if self._controllers.claims.is_gitops(key.group, key.kind):
                 self._deleted.add(key, subject_of(old), at=now)
             self._touch(key, old, None, edges, now=now)
 
@@ -238,12 +219,8 @@ class HealthModel:
         and are judged, but a controller judged from them (its workload, Pods or Lease) keeps its
         last verdict until they are live again: a Lease not seen renewed while its watch was down
         is no hung leader, and one seen down stays down."""
-        stale = frozenset(kinds)
-        if stale == self._stale:
-            return
-        self._stale = stale
-        self._dirty_controllers.update(self._controllers)
-        self._changed = True
+        if self._controllers.set_stale(frozenset(kinds)):
+            self._changed = True
 
     def set_blind(self, kinds: Iterable[str]) -> None:
         """Kinds the watcher cannot see (403, or not listed yet), by `kind` name. A kind whose
@@ -262,7 +239,7 @@ class HealthModel:
         for group, kind in self._store.kinds():
             if kind in changed:
                 self._dirty.update(self._store.raw_of_kind(group, kind))
-        self._dirty_controllers.update(self._controllers)
+        self._controllers.judge_all_again()
         self._changed = self._recheck = True
 
     def _touch(
@@ -277,25 +254,19 @@ class HealthModel:
         """Mark what this change can affect: the object, its dependents, its controllers."""
         self._dirty.add(key)
         self._mark(key, edges)
-        namespace = key.namespace
         track = TRACKED.get((key.group, key.kind))
         if track is None:
             return
         if track is Track.CONTROLLER:
-            self._track_controller(key, new)
+            self._controllers.workload_changed(key, new)
         elif track is Track.POD:
-            self._track_pod(key, new)
+            self._controllers.pod_changed(key, new)
             # a StatefulSet's or DaemonSet's `since` is read off its Pods (workloads.workload_state)
             self._dirty.update(k for k in timed_by(old, new) if self._store.raw(k) is not None)
-        elif track is Track.REPLICASET:  # it may link Pods to a controller
-            for workload_key in self._controllers_by_ns.get(namespace, ()):
-                self._rescan_pods(workload_key)
+        elif track is Track.REPLICASET:
+            self._controllers.replicaset_changed(key.namespace)
         elif track is Track.LEASE:
-            self._dirty_controllers.update(
-                k
-                for k, spec in self._controllers.items()
-                if (spec.lease_namespace or k.namespace) == namespace
-            )
+            self._controllers.lease_changed(key.namespace)
         else:
             self._track_crd(key, new if new is not None else old, deleted=new is None, now=now)
 
@@ -309,44 +280,6 @@ class HealthModel:
         sourced = self._store.referrers("source", key)
         if sourced:
             self._dirty.update(sourced)
-
-    def _track_controller(self, key: Key, workload: Mapping[str, Any] | None) -> None:
-        spec = match_spec(self._config.controllers, workload) if workload is not None else None
-        previous = self._controllers.get(key)
-        self._dirty_controllers.add(key)
-        if spec is None:
-            if previous is not None:
-                del self._controllers[key]
-                self._controllers_by_ns[key.namespace].discard(key)
-                self._controller_pods.pop(key, None)
-            return
-        self._controllers[key] = spec
-        self._controllers_by_ns[key.namespace].add(key)
-        self._rescan_pods(key)
-
-    def _rescan_pods(self, key: Key) -> None:
-        """The Pods a controller workload owns, looked for among every Pod of its namespace."""
-        workload = self._store.raw(key)
-        self._dirty_controllers.add(key)
-        pods = self._controller_pods[key]
-        pods.clear()
-        if workload is None:
-            return
-        for pod in self._store.in_namespace(*_POD, key.namespace):
-            if owns_pod(workload, pod, self._store.raw):
-                pods.add(key_of(pod))
-
-    def _track_pod(self, key: Key, pod: Mapping[str, Any] | None) -> None:
-        for workload_key in self._controllers_by_ns.get(key.namespace, ()):
-            members = self._controller_pods[workload_key]
-            workload = self._store.raw(workload_key)
-            owned = pod is not None and workload is not None and owns_pod(workload, pod, self._store.raw)
-            if owned or key in members:
-                self._dirty_controllers.add(workload_key)
-            if owned:
-                members.add(key)
-            else:
-                members.discard(key)
 
     def _track_crd(self, key: Key, crd: Mapping[str, Any] | None, *, deleted: bool, now: datetime) -> None:
         """CRDRemoved bookkeeping: only a model with memory sees a CRD go away."""
@@ -376,7 +309,7 @@ class HealthModel:
         found.update((k, subject_of(obj)) for k, obj in existing.items() if obj is not None)
         orphans = [subject for _, subject in sorted(found.items())]
         claimers = [s.name for s in self._config.controllers if group in s.groups]
-        running = {s.name for s in self._controllers.values()}
+        running = self._controllers.running()
         reconcilers = [name for name in claimers if name in running] or claimers
         return crd_removed(crd, orphans=orphans, reconcilers=reconcilers, now=now, config=self._config)
 
@@ -384,12 +317,11 @@ class HealthModel:
 
     def _pop_due(self, now: datetime) -> None:
         objects = self._objects_due.pop_due(now)
-        controllers = self._controllers_due.pop_due(now)
+        controllers = self._controllers.pop_due(now)
         removals = self._removals_due.pop_due(now)
         if objects or controllers or removals:
             self._changed = self._recheck = True
             self._dirty.update(objects)
-            self._dirty_controllers.update(controllers)
             for key in removals:
                 self._removals.pop(key, None)
 
@@ -417,7 +349,7 @@ class HealthModel:
             self._correlation = correlate(
                 candidates,
                 view=reads,
-                controllers=self._visible_states(),
+                controllers=self._controllers.visible(),
                 removals=[r.finding for _, r in sorted(self._removals.items())],
                 config=self._config,
                 now=now,
@@ -436,7 +368,7 @@ class HealthModel:
             now=now,
             findings=findings,
             objects=self._health.values(),
-            controllers=[s.health for s in self._visible_states()],
+            controllers=[s.health for s in self._controllers.visible()],
             revisions=self._revisions.values(),
             rejected=self._rejected_now(),
         )
@@ -469,58 +401,18 @@ class HealthModel:
             self._reads.edges
         )
 
-    def _visible_states(self) -> list[ControllerState]:
-        return [state for key, state in sorted(self._states.items()) if self._store.visible(key.kind)]
-
     def _refresh_controllers(self, now: datetime) -> None:
-        if not self._dirty_controllers:
-            return
-        dirty, self._dirty_controllers = self._dirty_controllers, set()
-        for key in dirty:
-            spec = self._controllers.get(key)
-            workload = self._store.get(key)
-            held = not self._stale.isdisjoint((key.kind, _POD[1], _LEASE[1]))
-            if held and spec is not None and workload is not None:
-                self._dirty_controllers.add(key)  # judged again once its inputs are live (set_stale)
-                continue
-            state, failed = None, []
-            if spec is not None and workload is not None:
-                try:
-                    state = self._controller_state(key, spec, workload, now)
-                except Exception as error:  # no verdict on this controller; the others stand
-                    failed = [rule_failed(subject_of(workload), error, what="its controller verdict")]
-            self._reject(key, "c", failed)
-            if state is None:
-                if self._states.pop(key, None) is not None:
-                    self._recheck = True
-                self._controllers_due.schedule(key, None)
-                continue
-            if _significant(self._states.get(key), state):
-                self._recheck = True
-            self._states[key] = state
-            self._controllers_due.schedule(key, state.deadline)
-        claims = Claims(self._config.controllers, self._visible_states())
-        for group, kind in self._store.kinds():
-            if not claims.is_gitops(group, kind):
-                continue
-            before, after = self._claims.claim(group, kind), claims.claim(group, kind)
-            if _verdict(before) != _verdict(after):
-                self._dirty.update(self._store.raw_of_kind(group, kind))
-        self._claims = claims
-
-    def _controller_state(
-        self, key: Key, spec: ControllerSpec, workload: Mapping[str, Any], now: datetime
-    ) -> ControllerState:
-        pods = [p for p in (self._store.get(k) for k in sorted(self._controller_pods[key])) if p is not None]
-        namespace = spec.lease_namespace or key.namespace
-        # in name order: which Lease find_lease() takes must not depend on set order
-        leases = sorted(self._store.in_namespace(*_LEASE, namespace), key=key_of)
-        lease = find_lease(spec, workload, leases)
-        return controller_state(spec, workload, pods, lease, now=now, thresholds=self._config.thresholds)
+        significant, kinds = self._controllers.refresh(
+            now, reject=lambda key, found: self._reject(key, "c", found)
+        )
+        if significant:
+            self._recheck = True
+        for group, kind in kinds:
+            self._dirty.update(self._store.raw_of_kind(group, kind))
 
     def _refresh_object(self, key: Key, now: datetime) -> None:
         obj = self._store.get(key)
-        gitops = self._claims.is_gitops(key.group, key.kind)
+        gitops = self._controllers.claims.is_gitops(key.group, key.kind)
         if obj is None:
             if key in self._with_findings or key in self._satellites:
                 self._candidates_changed = True
@@ -534,7 +426,7 @@ class HealthModel:
             self._reject(key, "o", [])
             return
         ctx = Ctx(now, self._config, self._store.get, self._pods)
-        down = self._claims.claim(key.group, key.kind).down if gitops else None
+        down = self._controllers.claims.claim(key.group, key.kind).down if gitops else None
         rejected = dropped_fields(obj)
         try:
             findings = local_findings(obj, ctx, gitops=gitops, down=down)
@@ -582,7 +474,7 @@ class HealthModel:
 
     def _object_health(self, obj: Mapping[str, Any], key: Key) -> ObjectHealth:
         status = compute_status(obj)
-        claim = self._claims.claim(key.group, key.kind)
+        claim = self._controllers.claims.claim(key.group, key.kind)
         return ObjectHealth(
             subject=subject_of(obj),
             status=status.status,
@@ -605,18 +497,3 @@ def _revision_info(obj: Mapping[str, Any], ctx: Ctx) -> RevisionInfo | None:
 
 def _is_satellite(finding: Finding) -> bool:
     return finding.type is FindingType.STATUS_STALE
-
-
-def _verdict(claim: Claim) -> tuple[str | None, ControllerHealth | None]:
-    """What a StatusStale candidate is made of: the controller, and how (since when) it is down."""
-    return claim.name, claim.down.health if claim.down is not None else None
-
-
-def _significant(old: ControllerState | None, new: ControllerState) -> bool:
-    """A change correlation must see: the verdict, the Pods it owns, or, while down, its proof.
-
-    A healthy controller renews its Lease every few seconds; that alone changes nothing.
-    """
-    if old is None or old.health != new.health or old.pods != new.pods:
-        return True
-    return not new.health.up and (old.detail != new.detail or old.evidence != new.evidence)
