@@ -20,8 +20,8 @@ During an incident most findings are StatusStale candidates alone on their subje
 only pointing at its ControllerDown. The engine passes those as `satellites`: the pass
 admits one only when something asks about its subject (it is then *promoted*, exactly as
 if it had been a candidate), and otherwise only counts it into its root's message and
-`affected`. Its output is then the candidate with root_cause set (`satellite_output`), so
-a change to one costs the engine a list merge, not a pass over every finding.
+`affected`. Its output is then the candidate with root_cause set (satellites.py merges those
+outputs in), so a change to one costs the engine a list merge, not a pass over every finding.
 """
 
 from __future__ import annotations
@@ -94,12 +94,6 @@ OrderKey = tuple[bool, int, str, str, str, str, str]
 def order_key(f: Finding) -> OrderKey:
     """Where a finding goes in the output: roots first, critical first, then by subject."""
     return (not f.is_root, _SEVERITY_RANK.get(f.severity, 3), *_order(f.subject), f.type, f.id)
-
-
-def satellite_output(candidate: Finding, root: str) -> Finding:
-    """What correlation makes of a satellite it did not promote: the candidate, explained by `root`."""
-    c = candidate
-    return Finding(c.id, c.type, c.severity, c.subject, c.message, c.since, c.evidence, root_cause=root)
 
 
 @dataclass(slots=True)

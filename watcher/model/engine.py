@@ -15,7 +15,7 @@ Incremental design (an event must not cost O(cluster)):
     workload and release each failing object belongs to is kept from pass to pass
     (owners.py) until an object or edge it was read from changes;
   * during an incident most candidates are StatusStale alone on their subject (satellites,
-    see correlate.py): a change to one only replaces its output in a merge of two sorted
+    see satellites.py): a change to one only replaces its output in a merge of two sorted
     lists, unless the last correlation pass asked about its subject (promoted it).
 
 Each object is judged inside one guard (taking it in, its rules, its controller verdict): one
@@ -32,7 +32,7 @@ from datetime import datetime
 from typing import Any
 
 from watcher.model.context import Ctx
-from watcher.model.correlate import Correlation, OrderKey, correlate, order_key, satellite_output
+from watcher.model.correlate import Correlation, correlate
 from watcher.model.deadlines import Deadlines
 from watcher.model.graph import Edge, Packed, Recorder, Store
 from watcher.model.kinds import APPLIERS, TRACKED, Track, key_of_kind
@@ -51,12 +51,12 @@ from watcher.model.orphans import RecentlyDeleted
 from watcher.model.owners import OwnerCache
 from watcher.model.quarantine import dropped_fields, rule_failed
 from watcher.model.rules import crd_removed, local_findings
+from watcher.model.satellites import Filed, Satellites
 from watcher.model.table import SortedTable
 from watcher.model.tracking import ControllerTracker
 from watcher.model.types import (
     Evaluation,
     Finding,
-    FindingType,
     ModelConfig,
     ObjectHealth,
     Rejection,
@@ -98,16 +98,8 @@ class HealthModel:
         self._local: dict[Key, _Local] = {}
         self._with_findings: set[Key] = set()
         """Keys whose findings are correlation candidates (all but the satellites)."""
-        self._satellites: dict[Key, Finding] = {}
-        self._satellites_moved = False
-        self._moved: set[Key] = set()
-        """Satellites added, changed or gone since their outputs were last placed."""
-        self._outputs: dict[Key, OrderKey] = {}
-        self._placed: SortedTable[OrderKey, Finding] = SortedTable()
-        """The unpromoted satellites' outputs, in output order."""
+        self._satellites = Satellites()
         self._correlation = Correlation([])
-        self._placed_for = Correlation([])
-        """The correlation whose promotions and roots `_placed` follows."""
         self._dirty: set[Key] = set()
         self._controllers = ControllerTracker(self._config, self._store)
         self._removals: dict[Key, _Removal] = {}
@@ -353,16 +345,16 @@ class HealthModel:
                 removals=[r.finding for _, r in sorted(self._removals.items())],
                 config=self._config,
                 now=now,
-                satellites=self._satellites,
+                satellites=self._satellites.candidates,
                 owners=self._owners,
             )
             self._reads = reads
-            findings = self._with_satellites()
-        elif self._satellites_moved:
-            findings = self._with_satellites()
+            findings = self._satellites.merged(self._correlation)
+        elif self._satellites.moved:
+            findings = self._satellites.merged(self._correlation)
         else:
             findings = self._last.findings
-        self._recheck = self._candidates_changed = self._satellites_moved = False
+        self._recheck = self._candidates_changed = False
         self._touched, self._touched_edges = set(), set()
         self._last = Evaluation(
             now=now,
@@ -374,25 +366,6 @@ class HealthModel:
         )
         self._changed = False
         return self._last
-
-    def _with_satellites(self) -> list[Finding]:
-        """The last correlation's findings merged with the outputs of its unpromoted satellites."""
-        core, placed = self._correlation, self._placed_for
-        if core.roots != placed.roots:
-            moved = self._outputs.keys() | self._satellites.keys()
-        else:
-            moved = self._moved | (core.promoted ^ placed.promoted)
-        self._moved, self._placed_for = set(), core
-        for key in moved:
-            at = self._outputs.pop(key, None)
-            if at is not None:
-                self._placed.set(at, None)
-            candidate = self._satellites.get(key)
-            if candidate is not None and key not in core.promoted:
-                output = satellite_output(candidate, core.roots[candidate.evidence["controller_workload"]])
-                at = self._outputs[key] = order_key(output)
-                self._placed.set(at, output)
-        return self._placed.interleaved(core.findings, order_key)
 
     def _must_correlate(self) -> bool:
         if self._recheck or self._candidates_changed or self._reads is None:
@@ -414,12 +387,10 @@ class HealthModel:
         obj = self._store.get(key)
         gitops = self._controllers.claims.is_gitops(key.group, key.kind)
         if obj is None:
-            if key in self._with_findings or key in self._satellites:
+            if self._satellites.remove(key) or key in self._with_findings:
                 self._candidates_changed = True
-                self._moved.add(key)
             self._local.pop(key, None)
             self._with_findings.discard(key)
-            self._satellites.pop(key, None)
             self._objects_due.schedule(key, None)
             self._health.set(key, None)
             self._revisions.set(key, None)
@@ -453,23 +424,14 @@ class HealthModel:
     def _candidate_changed(self, key: Key, findings: list[Finding]) -> None:
         """File the key's new candidates as a satellite or for correlation; a satellite that
         stays one, on the same controller and unpromoted, only moves in the output."""
-        satellite = findings[0] if len(findings) == 1 and _is_satellite(findings[0]) else None
-        old = self._satellites.get(key)
-        self._moved.add(key)
-        if satellite is not None:
-            self._satellites[key] = satellite
-            self._with_findings.discard(key)
-            if (
-                old is not None
-                and key not in self._correlation.promoted
-                and old.id == satellite.id
-                and old.evidence["controller_workload"] == satellite.evidence["controller_workload"]
-            ):
-                self._satellites_moved = self._changed = True
-                return
-        else:
-            self._satellites.pop(key, None)
+        filed = self._satellites.file(key, findings, promoted=self._correlation.promoted)
+        if filed is Filed.CANDIDATES:
             (self._with_findings.add if findings else self._with_findings.discard)(key)
+        else:
+            self._with_findings.discard(key)
+            if filed is Filed.MOVED:
+                self._changed = True
+                return
         self._candidates_changed = True
 
     def _object_health(self, obj: Mapping[str, Any], key: Key) -> ObjectHealth:
@@ -493,7 +455,3 @@ def _revision_info(obj: Mapping[str, Any], ctx: Ctx) -> RevisionInfo | None:
         return None
     source = f"{revs.source.kind}/{revs.source.namespace}/{revs.source.name}"
     return RevisionInfo(subject_of(obj), source, revs.revision, revs.applied)
-
-
-def _is_satellite(finding: Finding) -> bool:
-    return finding.type is FindingType.STATUS_STALE
