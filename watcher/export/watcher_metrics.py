@@ -11,13 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
-from prometheus_client.metrics_core import (
-    CounterMetricFamily,
-    GaugeMetricFamily,
-    HistogramMetricFamily,
-    Metric,
-)
+from prometheus_client.metrics_core import CounterMetricFamily, HistogramMetricFamily, Metric
 
+from watcher.export.families import Gauge, render_whole
 from watcher.telemetry import KindStats, Telemetry
 
 KIND = ("group", "kind")
@@ -114,31 +110,50 @@ class WatcherCollector:
         return list(_families(self._telemetry))
 
 
+Row = tuple[tuple[str, ...], float]
+
+
+def _row(row: Row) -> Row:
+    return row
+
+
+GAUGES: dict[str, Gauge[Row]] = {
+    spec.name: Gauge(spec.name, spec.help, (*KIND, spec.by) if spec.by else KIND, of=_row)
+    for spec in PER_KIND
+    if not spec.counter
+}
+"""The per-kind gauges, written by the model's writer (families.py); counters stay the client's."""
+UP = Gauge[Row](
+    "stalewatch_up",
+    "1 while the Kubernetes API server is reachable (a failed evaluation is"
+    " stalewatch_evaluation_failures_total).",
+    (),
+    of=_row,
+)
+SYNCED = Gauge[Row](
+    "stalewatch_synced", "1 once every watched kind has finished its initial list.", (), of=_row
+)
+
+
 def _families(telemetry: Telemetry) -> Iterator[Metric]:
     kinds = sorted(telemetry.kinds.copy().items())
-    yield GaugeMetricFamily(
-        "stalewatch_up",
-        "1 while the Kubernetes API server is reachable (a failed evaluation is"
-        " stalewatch_evaluation_failures_total).",
-        value=float(telemetry.up),
-    )
-    yield GaugeMetricFamily(
-        "stalewatch_synced",
-        "1 once every watched kind has finished its initial list.",
-        value=float(telemetry.synced),
-    )
+    yield render_whole(UP, [((), float(telemetry.up))])
+    yield render_whole(SYNCED, [((), float(telemetry.synced))])
     for spec in PER_KIND:
-        labels = (*KIND, spec.by) if spec.by else KIND
-        family_type = CounterMetricFamily if spec.counter else GaugeMetricFamily
-        family = family_type(spec.name, spec.help, labels=labels)
+        rows: list[Row] = []
         for (group, kind), stats in kinds:
             value = spec.value(stats)
             if isinstance(value, Mapping):  # a copy first: the event loop may be counting
-                for label, count in sorted(dict(value).items()):
-                    family.add_metric([group, kind, label], float(count))
+                rows += [((group, kind, label), float(count)) for label, count in sorted(dict(value).items())]
             elif value is not None:
-                family.add_metric([group, kind], value)
-        yield family
+                rows.append(((group, kind), value))
+        if spec.counter:
+            family = CounterMetricFamily(spec.name, spec.help, labels=(*KIND, spec.by) if spec.by else KIND)
+            for labels, value in rows:
+                family.add_metric(labels, value)
+            yield family
+        else:
+            yield render_whole(GAUGES[spec.name], rows)
     yield CounterMetricFamily(
         "stalewatch_evaluation_failures",
         "Evaluations that raised; while the last one did, the previous evaluation is served, stale.",
