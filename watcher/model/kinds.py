@@ -88,8 +88,6 @@ KINDS: tuple[KnownKind, ...] = (
     KnownKind(SOURCE_GROUP, "HelmChart", referable=True),
 )
 
-BY_KEY: Mapping[tuple[str, str], KnownKind] = {k.key: k for k in KINDS}
-
 JUDGED: Mapping[tuple[str, str], Judge] = {k.key: k.judge for k in KINDS if k.judge is not None}
 PACKED_KINDS = frozenset(k.key for k in KINDS if k.packed)
 TRACKED: Mapping[tuple[str, str], Track] = {k.key: k.track for k in KINDS if k.track is not None}
