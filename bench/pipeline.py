@@ -40,7 +40,7 @@ from watcher.kube.client import get
 from watcher.kube.live import SyncCollections
 from watcher.kube.resources import BUILT_IN, Resource
 from watcher.model.engine import HealthModel
-from watcher.model.fastpath import decode_event
+from watcher.model.fastpath import fast_path
 from watcher.model.types import ModelConfig
 
 MODELS = {
@@ -140,9 +140,9 @@ def synced_at(lines: list[Line]) -> int:
 
 def decode(line: Line) -> tuple[str, Mapping[str, Any]]:
     """A watch line as the reflector reads it (the typed fast path, else orjson + project())."""
-    kind, obj = decode_event(line[0], api_version=line[1], kind=line[2])
-    assert obj is not None, "the recording holds no BOOKMARK or ERROR events"
-    return kind, obj
+    decoded = fast_path(line[1], line[2]).decode(line[0])
+    assert decoded.object is not None, "the recording holds no BOOKMARK, ERROR or malformed object"
+    return decoded.type, decoded.object
 
 
 def replay_clock(lines: list[bytes]) -> datetime | None:

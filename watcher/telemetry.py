@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from watcher.model.types import RejectReason
+from watcher.model.types import Rejection, RejectReason
 
 KindKey = tuple[str, str]
 """(group, kind); the core group is "" (never "core")."""
@@ -38,6 +38,9 @@ EVENT_TYPES = ("ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR")
 REJECT_REASONS = tuple(str(reason) for reason in RejectReason)
 """`reason` of stalewatch_objects_rejected (Malformed is counted by the reflector, the rest by the model)."""
 
+UNREADABLE_LISTED = 1000
+"""At most this many unreadable objects are listed under `rejected` (all are counted)."""
+
 
 def _zeros(labels: tuple[str, ...]) -> Callable[[], Counter[str]]:
     """Counters start with every known label at 0, so a first error is a rate, not a new series
@@ -54,7 +57,12 @@ class KindStats:
     live: bool = False
     objects: int = 0
     malformed_now: int = 0
-    """Objects of this kind currently skipped as malformed (not a counter)."""
+    """Objects of this kind currently skipped as malformed (not a counter): unreadable's size."""
+    unreadable: dict[tuple[str, str], tuple[str, Rejection]] = field(default_factory=dict)
+    """Per (namespace, name), the objects the reflector could not read now: the version it
+    read ("uid/resourceVersion", each logged and counted once) and the rejection listed."""
+    unreadable_changes: int = 0
+    """Bumped whenever `unreadable` changes, so the live model lists them again only then."""
     last_event: float | None = None
     list_requests: Counter[str] = field(default_factory=_zeros(REQUEST_RESULTS))
     watch_requests: Counter[str] = field(default_factory=_zeros(REQUEST_RESULTS))
@@ -190,6 +198,21 @@ class Telemetry:
 
     def malformed_now(self) -> int:
         return sum(s.malformed_now for s in list(self.kinds.values()))
+
+    def unreadable_listed(self) -> list[Rejection]:
+        """The objects no reflector could read, by kind and name, at most UNREADABLE_LISTED of
+        them (the rest are counted: malformed_now())."""
+        listed: list[Rejection] = []
+        for _, stats in sorted(self.kinds.items()):
+            for _, (_, rejection) in sorted(stats.unreadable.items()):
+                if len(listed) == UNREADABLE_LISTED:
+                    return listed
+                listed.append(rejection)
+        return listed
+
+    def unreadable_changes(self) -> tuple[tuple[KindKey, int], ...]:
+        """Equal while no kind's unreadable objects changed (and no kind came or went)."""
+        return tuple((key, s.unreadable_changes) for key, s in list(self.kinds.items()))
 
     def set_aside(self) -> str:
         """How many objects are rejected or malformed now, as "3 objects" ("" when none)."""

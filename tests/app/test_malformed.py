@@ -1,4 +1,5 @@
-"""A thousand objects with malformed status in the real API server: counted, logged once, skipped.
+"""A thousand objects with malformed status in the real API server: counted, logged once, skipped,
+and listed under `rejected` (on /api/v1/findings and the page) until fixed or deleted.
 
 The Flux test CRDs accept any status (as a controller bug or a hand edit can write), so the
 objects below really exist in etcd. Half are there before stalewatch starts (the list path),
@@ -56,6 +57,12 @@ def odd_object(namespace: str, index: int) -> dict[str, Any]:
 
 
 MALFORMED = sum(1 for i in range(COUNT) if i % 5 in (0, 1, 2))
+MALFORMED_NAMES = {f"k-{i:04d}" for i in range(COUNT) if i % 5 in (0, 1, 2)}
+PROBLEMS = {
+    "status.conditions is not a list",
+    "status.observedGeneration is not an integer",
+    "status.conditions has 70 entries (more than 64)",
+}
 STUCK = sum(1 for i in range(COUNT) if i % 5 == 3)
 
 
@@ -102,11 +109,34 @@ async def test_a_thousand_malformed_objects_are_each_counted_and_logged_once_and
             document = await service.findings()
             assert await service.ready()
             assert max(len(f["message"]) for f in document["findings"]) < 4000, "huge messages are cut"
+            listed = _unreadable(document)
+            assert set(listed) == MALFORMED_NAMES, "each malformed object is listed by name"
+            assert {r["value"] for r in listed.values()} == PROBLEMS, "with its problem"
+            one = listed["k-0000"]
+            assert one["subject"] == {
+                "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+                "kind": "Kustomization",
+                "namespace": namespace,
+                "name": "k-0000",
+            }
+            assert (one["field"], one["evaluated"]) == ("", False)
+            assert one["message"] == (
+                f"Kustomization {namespace}/k-0000: not evaluated, it could not be read "
+                "(status.conditions is not a list)"
+            )
+            status, page = await service.get("/")
+            assert status == 200
+            assert '<section id="rejected">' in page
+            assert f"Kustomization {namespace}/k-0000" in page
 
-            healed = objects[0]
+            healed, deleted = objects[0], objects[1]
             await kube.patch_status(healed, {"conditions": []})
+            await kube.delete(deleted)
+            fixed = MALFORMED_NAMES - {"k-0000", "k-0001"}
             await poll(
-                lambda: _load_errors(service, MALFORMED - 1), within=2, what="a repaired object is taken in"
+                lambda: _set_aside(service, MALFORMED - 2, fixed),
+                within=2,
+                what="a repaired object is taken in, a deleted one forgotten: neither counted nor listed",
             )
 
     skipped = [r for r in caplog.records if r.getMessage() == "malformed object skipped"]
@@ -114,13 +144,14 @@ async def test_a_thousand_malformed_objects_are_each_counted_and_logged_once_and
     assert len(names) == MALFORMED, "each malformed object is logged"
     assert len(set(names)) == MALFORMED, "and only once"
     problems = {r.stalewatch_fields["error"].split(": ", 1)[1] for r in skipped}  # type: ignore[attr-defined]
-    assert problems == {
-        "status.conditions is not a list",
-        "status.observedGeneration is not an integer",
-        "status.conditions has 70 entries (more than 64)",
-    }
+    assert problems == PROBLEMS
 
 
-async def _load_errors(service: Any, expected: int) -> bool:
+async def _set_aside(service: Any, count: int, names: set[str]) -> bool:
     document = await service.findings()
-    return bool(document["summary"]["load_errors"] == expected)
+    return bool(document["summary"]["load_errors"] == count and set(_unreadable(document)) == names)
+
+
+def _unreadable(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The objects listed as malformed under `rejected`, by name."""
+    return {r["subject"]["name"]: r for r in document["rejected"] if r["reason"] == "Malformed"}

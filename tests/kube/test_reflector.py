@@ -32,7 +32,7 @@ from tests.kube.support import FAST, MemorySink, poll
 from watcher.kube.client import Backoff, classify, retry_after
 from watcher.kube.reflector import Link, Reflector, WatchOptions
 from watcher.kube.resources import Resource
-from watcher.telemetry import KindStats, Telemetry
+from watcher.telemetry import UNREADABLE_LISTED, KindStats, Telemetry
 
 KUSTOMIZATIONS = Resource("kustomize.toolkit.fluxcd.io", "v1", "Kustomization", "kustomizations")
 
@@ -347,6 +347,36 @@ async def test_an_object_that_turns_malformed_is_removed_and_one_that_heals_come
     assert r.sink.deleted == ["a"]
     assert r.sink.names("Kustomization") == {"a"}
     assert r.stats.malformed_now == 0
+
+
+async def test_malformed_objects_are_listed_at_most_a_thousand_until_a_relist_no_longer_has_them(
+    rig: Callable[..., Rig],
+) -> None:
+    r = rig()
+    release = asyncio.Event()
+    relisted = page([obj("good", "1")], "30")
+
+    async def held(request: web.Request) -> web.StreamResponse:
+        await release.wait()
+        return await relisted(request)
+
+    bad = [obj(f"bad-{i:04d}", str(i + 2), status={"conditions": "not-a-list"}) for i in range(1003)]
+    r.server.lists.extend([page([obj("good", "1"), *bad], "10"), held])
+    r.server.watches.append(stream(gone_event()))
+    await r.server.start()
+    r.start()
+    await poll(lambda: len(r.server.requests("list")) == 2, what="the relist asked for")
+    listed = r.telemetry.unreadable_listed()
+    assert [x.subject["name"] for x in listed] == [f"bad-{i:04d}" for i in range(UNREADABLE_LISTED)]
+    assert r.telemetry.malformed_now() == 1003, "the rest are counted"
+    assert listed[0].message == (
+        "Kustomization default/bad-0000: not evaluated, it could not be read "
+        "(status.conditions is not a list)"
+    )
+    release.set()
+    await poll(lambda: r.stats.relists.get("gone") == 1, what="relist completed")
+    assert r.telemetry.unreadable_listed() == []
+    assert r.telemetry.malformed_now() == 0
 
 
 async def test_objects_outside_the_watched_namespaces_are_never_delivered(rig: Callable[..., Rig]) -> None:

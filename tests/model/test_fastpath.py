@@ -29,7 +29,7 @@ from tests.model.builders import (
     lease,
     pod,
 )
-from watcher.model.fastpath import Decoded, Unreadable, decode_event, fast_path
+from watcher.model.fastpath import Decoded, Unreadable, fast_path
 from watcher.model.projection import MESSAGE_LIMIT, MalformedObject, project
 
 Obj = dict[str, Any]
@@ -51,6 +51,15 @@ def outcome(decode: Callable[[], Any]) -> tuple[str, Any]:
         return "projected", decode()
     except MalformedObject as error:
         return "malformed", str(error)
+
+
+def decoded_outcome(line: bytes, *, api_version: str, kind: str) -> tuple[str, Any]:
+    """What the reflector's decoder (decode(): the fast path, else orjson + project()) makes of
+    a watch line, in outcome()'s terms."""
+    decoded = fast_path(api_version, kind).decode(line)
+    if decoded.problem:
+        return "malformed", decoded.problem
+    return "projected", (decoded.type, decoded.object)
 
 
 def assert_fast_and_equal(obj: Obj) -> None:
@@ -292,7 +301,7 @@ def test_edge_case_gives_the_slow_paths_answer_and_takes_the_fast_path_only_when
     api_version, kind = obj["apiVersion"], obj["kind"]
     fast_path_ = fast_path(api_version, kind)
 
-    answer = outcome(lambda: decode_event(line, api_version=api_version, kind=kind))
+    answer = decoded_outcome(line, api_version=api_version, kind=kind)
 
     assert answer == outcome(lambda: ("ADDED", slow(line)))
     assert (fast_path_.event(line) is not None) == fast
@@ -329,7 +338,7 @@ def test_bookmark_gives_its_resource_version_and_no_object() -> None:
     decoded = fast_path("v1", "Pod").event(watch_line(bookmark, "BOOKMARK"))
 
     assert decoded == Decoded("BOOKMARK", "12345", ("", ""), None)
-    assert decode_event(watch_line(bookmark, "BOOKMARK"), api_version="v1", kind="Pod") == ("BOOKMARK", None)
+    assert fast_path("v1", "Pod").decode(watch_line(bookmark, "BOOKMARK")) == decoded
 
 
 def test_deleted_event_gives_the_key_and_projection() -> None:
@@ -346,7 +355,6 @@ def test_a_status_in_an_error_event_is_left_to_the_slow_path_which_hands_it_over
 
     assert fast_path("v1", "Pod").event(line) is None
     assert fast_path("v1", "Pod").decode(line) == Decoded("ERROR", "", ("", ""), None, raw=status)
-    assert decode_event(line, api_version="v1", kind="Pod") == ("ERROR", None)
 
 
 @pytest.mark.parametrize(
@@ -360,7 +368,7 @@ def test_a_status_in_an_error_event_is_left_to_the_slow_path_which_hands_it_over
 def test_an_unreadable_line_is_left_to_the_slow_path_which_raises(line: bytes) -> None:
     assert fast_path("v1", "Pod").event(line) is None
     with pytest.raises(Unreadable):
-        decode_event(line, api_version="v1", kind="Pod")
+        fast_path("v1", "Pod").decode(line)
 
 
 def test_decode_always_answers_and_a_malformed_object_comes_with_its_problem() -> None:
@@ -415,7 +423,7 @@ def test_every_kind_has_a_fast_path_the_schema_declares_it_for(obj: Obj) -> None
 def test_long_message_is_cut_exactly_as_project_cuts_it() -> None:
     raw = _ks(status__conditions__0__message="x" * 5000)
 
-    _, projected = decode_event(watch_line(raw), api_version=raw["apiVersion"], kind=raw["kind"])
+    projected = fast_path(raw["apiVersion"], raw["kind"]).decode(watch_line(raw)).object
 
     assert projected is not None
     assert len(projected["status"]["conditions"][0]["message"]) == MESSAGE_LIMIT
@@ -423,8 +431,8 @@ def test_long_message_is_cut_exactly_as_project_cuts_it() -> None:
 
 def test_tokens_are_interned_like_projects() -> None:
     first, second = (_pod(metadata__name=name) for name in ("web-1", "web-2"))
-    a = decode_event(watch_line(first), api_version="v1", kind="Pod")[1]
-    b = decode_event(watch_line(second), api_version="v1", kind="Pod")[1]
+    a = fast_path("v1", "Pod").decode(watch_line(first)).object
+    b = fast_path("v1", "Pod").decode(watch_line(second)).object
 
     assert a is not None
     assert b is not None

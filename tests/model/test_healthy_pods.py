@@ -21,7 +21,7 @@ from tests.model.test_fastpath import benchmark_objects
 from tests.model.test_incidents import release_with_crash_looping_pod
 from watcher.model.context import Ctx
 from watcher.model.engine import HealthModel, evaluate
-from watcher.model.fastpath import decode_event
+from watcher.model.fastpath import fast_path
 from watcher.model.graph import Packed, pack
 from watcher.model.objects import key_of
 from watcher.model.projection import project
@@ -36,7 +36,7 @@ AT_ONCE = ModelConfig(thresholds=Thresholds(workload_unhealthy=timedelta(0)))
 
 def decoded(obj: Obj) -> Any:
     line = orjson.dumps({"type": "MODIFIED", "object": obj})
-    return decode_event(line, api_version=obj["apiVersion"], kind=obj["kind"])[1]
+    return fast_path(obj["apiVersion"], obj["kind"]).decode(line).object
 
 
 def with_status(obj: Obj, **fields: Any) -> Obj:

@@ -30,7 +30,7 @@ from tests.model.test_incidents import (
 )
 from tests.model.test_workload_findings import workload_world
 from watcher.model.engine import HealthModel, evaluate
-from watcher.model.fastpath import decode_event
+from watcher.model.fastpath import fast_path
 from watcher.model.objects import Key, key_of
 from watcher.model.projection import project
 from watcher.model.types import ModelConfig
@@ -85,7 +85,7 @@ def fresh_lease(name: str, now: datetime) -> dict[str, Any]:
 def as_decoded(obj: dict[str, Any]) -> Mapping[str, Any]:
     """The object as the reflector's decoder hands it over (a healthy Pod comes packed)."""
     line = orjson.dumps({"type": "MODIFIED", "object": obj})
-    decoded = decode_event(line, api_version=obj["apiVersion"], kind=obj["kind"])[1]
+    decoded = fast_path(obj["apiVersion"], obj["kind"]).decode(line).object
     assert decoded == obj
     return decoded
 

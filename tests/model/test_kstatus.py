@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from tests.model.builders import NOW, SEC, cond, ts
-from watcher.model.fastpath import decode_event
+from watcher.model.fastpath import fast_path
 from watcher.model.kstatus import compute_status
 from watcher.model.projection import project
 from watcher.model.types import Status
@@ -663,7 +663,7 @@ def test_what_kstatus_reads_survives_projection_and_the_fast_path(
     raw: Obj, status: Status, reason: str
 ) -> None:
     line = orjson.dumps({"type": "ADDED", "object": raw})
-    _, fast = decode_event(line, api_version=raw["apiVersion"], kind=raw["kind"])
+    fast = fast_path(raw["apiVersion"], raw["kind"]).decode(line).object
     assert fast is not None
 
     for projected in (project(raw), fast):

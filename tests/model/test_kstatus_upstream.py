@@ -19,7 +19,7 @@ counted without spec.suspend); ea54afb replaced its test.
 Each object is written here as data (facts carried over: kinds, fields, values) and goes the
 two ways objects reach compute_status in production: `stalewatch analyze`'s (a YAML file read
 by load_snapshot, which projects it) and the live watcher's (a JSON watch line through
-decode_event: the fast decoder where the kind has one, else orjson + project()).
+decode(): the fast decoder when it is sure, else orjson + project()).
 
 Upstream asserts the status and the reason of the Reconciling or Stalled condition kstatus
 adds (none for Current); where it asserts only the status, so does this (reason None).
@@ -35,7 +35,7 @@ import pytest
 import yaml
 
 from tests.model.builders import NOW, ts
-from watcher.model.fastpath import decode_event
+from watcher.model.fastpath import fast_path
 from watcher.model.kstatus import compute_status
 from watcher.model.types import Status, StatusResult
 from watcher.snapshot import load_snapshot
@@ -452,7 +452,7 @@ def through_analyze(raw: Obj, tmp_path: Path) -> StatusResult:
 def through_watch(raw: Obj, tmp_path: Path) -> StatusResult:
     """A watch line of the object's kind, as the live watcher decodes it."""
     line = orjson.dumps({"type": "ADDED", "object": raw})
-    _, obj = decode_event(line, api_version=raw["apiVersion"], kind=raw["kind"])
+    obj = fast_path(raw["apiVersion"], raw["kind"]).decode(line).object
     assert obj is not None
     return compute_status(obj, now=NOW)
 

@@ -4,7 +4,7 @@ Both are generated from watcher.model.schema, so these tests compare what they D
 an object carrying every declared field, the examples, the real-world cases, the builders'
 objects, and thousands of seeded random mutations of them (nulls, wrong types, over-long values,
 out-of-range times and integers, entries missing or repeated past a limit). On each, the fast
-path either answers exactly what orjson.loads + project() gives, or steps aside; and decode_event
+path either answers exactly what orjson.loads + project() gives, or steps aside; and decode()
 (the fast path, else the slow one) always gives the slow path's answer, MalformedObject message
 included.
 """
@@ -22,8 +22,8 @@ import pytest
 import yaml
 
 from tests.model import builders as b
-from tests.model.test_fastpath import EXAMPLES, Obj, outcome, slow, watch_line
-from watcher.model.fastpath import Decoded, decode_event, fast_path
+from tests.model.test_fastpath import EXAMPLES, Obj, decoded_outcome, outcome, slow, watch_line
+from watcher.model.fastpath import Decoded, fast_path
 from watcher.model.schema import (
     CUSTOM,
     EVENTS_V1_RENAMES,
@@ -253,7 +253,7 @@ def agree(obj: Obj) -> bool:
     line = watch_line(obj)
     api_version, kind = obj["apiVersion"], obj["kind"]
     expected = outcome(lambda: ("ADDED", slow(line)))
-    assert outcome(lambda: decode_event(line, api_version=api_version, kind=kind)) == expected
+    assert decoded_outcome(line, api_version=api_version, kind=kind) == expected
     fast = fast_path(api_version, kind).event(line)
     if fast is None:
         return False

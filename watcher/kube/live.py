@@ -17,12 +17,14 @@ Honesty rules:
   * an evaluation that raises is never "healthy": the last good one stays served, the
     telemetry says why it is stale (/readyz 503, stalewatch_evaluation_failures_total), and
     the next tick tries again. Objects the model set aside (Evaluation.rejected) are counted
-    per kind and reason and logged once each; they do not fail the evaluation.
+    per kind and reason and logged once each; they do not fail the evaluation. Objects no
+    reflector could read (malformed) are listed with them, the reflectors counting them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gc
 import time
 from collections.abc import Callable, Mapping
@@ -100,6 +102,8 @@ class LiveModel:
         self.collections = SyncCollections()
         self._rejected: list[Rejection] = []
         self._logged: set[tuple[str, ...]] = set()
+        self._listed: tuple[list[Rejection], tuple[object, ...], list[Rejection]] = ([], (), [])
+        """(the model's rejected, the unreadable changes seen, both listed together)."""
 
     # -- Sink ------------------------------------------------------------------------------
 
@@ -151,6 +155,7 @@ class LiveModel:
             self._telemetry.evaluation_error = ""
         if evaluation.rejected is not self._rejected:
             self._count_rejected(evaluation.rejected)
+        evaluation = self._with_unreadable(evaluation)
         self.latest = evaluation
         if not self.collections.frozen and self._telemetry.synced:
             self.collections.freeze()
@@ -164,6 +169,19 @@ class LiveModel:
         if reason != telemetry.evaluation_error:
             log.exception("evaluation failed; serving the previous evaluation, marked stale")
         telemetry.evaluation_error = reason
+
+    def _with_unreadable(self, evaluation: Evaluation) -> Evaluation:
+        """The model's evaluation with the objects no reflector could read listed under
+        `rejected` too (never silently dropped); the list is rebuilt only when either changed."""
+        rejected, seen, listed = self._listed
+        changes = self._telemetry.unreadable_changes()
+        if evaluation.rejected is not rejected or changes != seen:
+            unread = self._telemetry.unreadable_listed()
+            listed = [*evaluation.rejected, *unread] if unread else evaluation.rejected
+            self._listed = (evaluation.rejected, changes, listed)
+        if listed is evaluation.rejected:
+            return evaluation
+        return dataclasses.replace(evaluation, rejected=listed)
 
     def _count_rejected(self, rejected: list[Rejection]) -> None:
         """Per kind and reason, objects (not fields) set aside; each logged once while it lasts."""

@@ -9,10 +9,10 @@ watchdog closes streams that went silent without closing. Connection errors, 429
 Retry-After) and 5xx back off exponentially with jitter. 403 degrades this kind alone.
 
 Per event the work is O(1): decode one line, project the object, hand the projection to
-the sink. Lines and list pages go through the typed fast path (watcher.model.fastpath) when
-the kind has one; whenever it cannot be sure it steps aside for orjson + project(), which
-also handles ERROR events and unreadable lines. Malformed objects are counted and logged
-once per version.
+the sink. Lines and list pages have one decoder (watcher.model.fastpath's decode() and
+decode_page(), which take the typed fast path when sure and orjson + project() otherwise).
+Objects it cannot read (malformed) are counted and logged once per version, and listed
+(KindStats.unreadable) until fixed, deleted or gone from a relist.
 """
 
 from __future__ import annotations
@@ -40,8 +40,9 @@ from watcher.kube.client import (
 )
 from watcher.kube.resources import Resource
 from watcher.logs import fields, get_logger
-from watcher.model.fastpath import ObjectKey, fast_path
-from watcher.model.projection import MalformedObject, project
+from watcher.model.fastpath import ObjectKey, Unreadable, fast_path, metadata_of
+from watcher.model.quarantine import unreadable
+from watcher.model.types import Rejection, Subject
 from watcher.telemetry import KindStats, Telemetry
 from watcher.tracing import tracer
 
@@ -49,6 +50,9 @@ log = get_logger("kube")
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
 """A watch line longer than this is a broken stream (etcd's object limit is 1.5 MiB)."""
+
+Malformed = dict[ObjectKey, tuple[str, Rejection]]
+"""Objects set aside as unreadable: (the version read, "uid/resourceVersion"; the rejection)."""
 
 
 class Sink(Protocol):
@@ -198,10 +202,10 @@ class Reflector:
         self.rv: str | None = None
         self._api, self._sink, self._link, self._options = api, sink, link, options
         self._keep = keep_namespace
-        self._fast = fast_path(resource.api_version, resource.kind)
+        self._decoder = fast_path(resource.api_version, resource.kind)
         self.stats: KindStats = telemetry.kind(resource.group, resource.kind)
         self._keys: set[ObjectKey] = set()
-        self._malformed: dict[ObjectKey, str] = {}
+        self._malformed: Malformed = self.stats.unreadable
         self._response: aiohttp.ClientResponse | None = None
         self._interrupted = False
         self._wake = asyncio.Event()
@@ -337,7 +341,7 @@ class Reflector:
             sock_connect=self._options.request_timeout, sock_read=self._options.request_timeout
         )
         keys: set[ObjectKey] = set()
-        malformed: dict[ObjectKey, str] = {}
+        malformed: Malformed = {}
         token = ""
         while True:
             paging = [("limit", str(self._options.page_size))] + ([("continue", token)] if token else [])
@@ -356,36 +360,23 @@ class Reflector:
                 raise _Retry("decode_error", f"list page unreadable: {describe_error(error)}") from None
             finally:
                 response.release()
-            fast = self._fast.page(body) if self._fast is not None else None
-            if fast is not None:
-                for key, obj in fast.items:
-                    if self._keep(key[0]):
-                        keys.add(key)
-                        self._sink.upsert(self.resource, obj)
-                token, rv = fast.continue_token, fast.resource_version
-            else:
-                token, rv = self._slow_page(body, keys, malformed)
+            try:
+                page = self._decoder.decode_page(body)
+            except Unreadable as error:
+                raise _Retry("decode_error", str(error)) from None
+            for key, obj in page.items:
+                if self._keep(key[0]):
+                    keys.add(key)
+                    self._sink.upsert(self.resource, obj)
+            for item in page.malformed:
+                if self._keep(item.key[0]):
+                    self._set_aside(item.key, item.problem, item.metadata, malformed)
+            token, rv = page.continue_token, page.resource_version
             if not token:
                 break
         self._commit(keys, malformed, rv, reason)
 
-    def _slow_page(
-        self, body: bytes, keys: set[ObjectKey], malformed: dict[ObjectKey, str]
-    ) -> tuple[str, str]:
-        """orjson + project() for a page the fast path left; returns (continue, resourceVersion)."""
-        try:
-            page = orjson.loads(body)
-        except orjson.JSONDecodeError as error:
-            raise _Retry("decode_error", f"list page unreadable: {describe_error(error)}") from None
-        for item in page.get("items") or ():
-            entry = self._project(item, malformed)
-            if entry is not None:
-                keys.add(entry[0])
-                self._sink.upsert(self.resource, entry[1])
-        meta = page.get("metadata") or {}
-        return meta.get("continue") or "", str(meta.get("resourceVersion") or "")
-
-    def _commit(self, keys: set[ObjectKey], malformed: dict[ObjectKey, str], rv: str, reason: str) -> None:
+    def _commit(self, keys: set[ObjectKey], malformed: Malformed, rv: str, reason: str) -> None:
         self._sink.retain(self.resource, keys)
         trace.get_current_span().set_attributes(
             {"stalewatch.objects": len(keys), "stalewatch.malformed": len(malformed)}
@@ -393,7 +384,8 @@ class Reflector:
         self._keys, self._malformed = keys, malformed
         self.rv = rv or None
         stats = self.stats
-        stats.objects, stats.malformed_now = len(keys), len(malformed)
+        stats.objects, stats.unreadable = len(keys), malformed
+        self._malformed_changed()
         stats.relists[reason] += 1
         if stats.forbidden:
             log.info("this kind is visible again", extra=self._where)
@@ -488,57 +480,34 @@ class Reflector:
     # -- Events ----------------------------------------------------------------------------
 
     def _event(self, line: bytes) -> None:
-        fast = self._fast.event(line) if self._fast is not None else None
-        if fast is None:
-            self._slow_event(line)
-            return
-        self._arrived(fast.type)
-        self._live()
-        if fast.resource_version:
-            self.rv = fast.resource_version
-        if fast.object is None:
-            return  # a BOOKMARK: only its resourceVersion counts
-        if fast.type == "DELETED":
-            self._forget(fast.key, keep_malformed=False)
-        elif self._keep(fast.key[0]):
-            self._accept(fast.key, fast.object)
-        else:
-            self._forget(fast.key, keep_malformed=True)
-
-    def _arrived(self, kind: str) -> None:
-        stats = self.stats
-        stats.events[kind] += 1
-        stats.last_event = time.time()
-
-    def _live(self) -> None:
-        if not self.stats.live:
-            self.stats.live = True
-            self._sink.notify()
-
-    def _slow_event(self, line: bytes) -> None:
         try:
-            event = orjson.loads(line)
-            kind, obj = event["type"], event["object"]
-            if not isinstance(kind, str) or not isinstance(obj, dict):
-                raise TypeError("type or object missing")
-        except (orjson.JSONDecodeError, KeyError, TypeError) as error:
+            event = self._decoder.decode(line)
+        except Unreadable as error:
             self.stats.watch_errors["decode"] += 1
-            raise _Retry("decode", f"unreadable watch event: {describe_error(error)}") from None
-        self._arrived(kind)
-        if kind == "ERROR":
-            self._error_event(obj)
-        self._live()
-        meta = obj.get("metadata")
-        if isinstance(meta, dict):
-            rv = meta.get("resourceVersion")
-            if isinstance(rv, str) and rv:
-                self.rv = rv
-        if kind == "ADDED" or kind == "MODIFIED":
-            self._upsert(obj)
-        elif kind == "DELETED":
-            self._delete(obj)
+            raise _Retry("decode", str(error)) from None
+        stats = self.stats
+        stats.events[event.type] += 1
+        stats.last_event = time.time()
+        if event.type == "ERROR":
+            self._error_event(event.raw or {})
+        if not stats.live:
+            stats.live = True
+            self._sink.notify()
+        if event.resource_version:
+            self.rv = event.resource_version
+        if event.type == "DELETED":
+            self._forget(event.key, keep_malformed=False)
+        elif event.type != "ADDED" and event.type != "MODIFIED":
+            return  # a BOOKMARK: only its resourceVersion counts
+        elif not self._keep(event.key[0]):
+            self._forget(event.key, keep_malformed=True)
+        elif event.object is not None:
+            self._accept(event.key, event.object)
+        else:
+            self._set_aside(event.key, event.problem, metadata_of(event.raw), self._malformed)
+            self._forget(event.key, keep_malformed=True)
 
-    def _error_event(self, status: dict[str, Any]) -> None:
+    def _error_event(self, status: Mapping[str, Any]) -> None:
         code = status.get("code")
         message = str(status.get("message") or status.get("reason") or "watch error")
         result = classify(code) if isinstance(code, int) else "client_error"
@@ -549,25 +518,10 @@ class Reflector:
         self.stats.watch_errors[result] += 1
         raise _Retry(result, f"watch ERROR event {code}: {message}")
 
-    def _project(
-        self, raw: dict[str, Any], malformed: dict[ObjectKey, str]
-    ) -> tuple[ObjectKey, dict[str, Any]] | None:
-        """(key, projection) of a raw object, or None when filtered out or malformed."""
-        meta = raw.get("metadata")
-        if not isinstance(meta, dict):
-            meta = {}
-        key = _key(meta)
-        if not self._keep(key[0]):
-            return None
-        raw["apiVersion"], raw["kind"] = self.resource.api_version, self.resource.kind
-        try:
-            return key, project(raw)
-        except MalformedObject as error:
-            problem = str(error)
-        except Exception as error:  # the model tripped on odd input: skip it, never stop the watch
-            problem = f"could not be projected ({type(error).__name__}: {error}); this is a stalewatch bug"
+    def _set_aside(self, key: ObjectKey, problem: str, meta: Mapping[str, Any], into: Malformed) -> None:
+        """An object the decoder could not read: listed in `into`, counted and logged once per version."""
         version = f"{meta.get('uid', '')}/{meta.get('resourceVersion', '')}"
-        if self._malformed.get(key) != version and malformed.get(key) != version:
+        if version not in (self._malformed.get(key, ("",))[0], into.get(key, ("",))[0]):
             self.stats.malformed += 1
             log.warning(
                 "malformed object skipped",
@@ -575,31 +529,29 @@ class Reflector:
                     **self._fields(), namespace=key[0], name=key[1], resource_version=version, error=problem
                 ),
             )
-        malformed[key] = version
-        return None
+        subject = Subject(
+            apiVersion=self.resource.api_version, kind=self.resource.kind, namespace=key[0], name=key[1]
+        )
+        into[key] = (version, unreadable(subject, problem))
+        if into is self._malformed:
+            self._malformed_changed()
 
-    def _upsert(self, raw: dict[str, Any]) -> None:
-        entry = self._project(raw, self._malformed)
-        if entry is not None:
-            self._accept(*entry)
-        elif isinstance(meta := raw.get("metadata"), dict):
-            self._forget(_key(meta), keep_malformed=True)
+    def _malformed_changed(self) -> None:
+        """The unreadable objects listed changed: count them, and evaluate soon to list them."""
+        self.stats.malformed_now = len(self._malformed)
+        self.stats.unreadable_changes += 1
+        self._sink.notify()
 
     def _accept(self, key: ObjectKey, projected: Mapping[str, Any]) -> None:
         if self._malformed.pop(key, None) is not None:
-            self.stats.malformed_now = len(self._malformed)
+            self._malformed_changed()
         self._keys.add(key)
         self.stats.objects = len(self._keys)
         self._sink.upsert(self.resource, projected)
 
-    def _delete(self, raw: dict[str, Any]) -> None:
-        if isinstance(meta := raw.get("metadata"), dict):
-            self._forget(_key(meta), keep_malformed=False)
-
     def _forget(self, key: ObjectKey, *, keep_malformed: bool) -> None:
-        if not keep_malformed:
-            self._malformed.pop(key, None)
-        self.stats.malformed_now = len(self._malformed)
+        if not keep_malformed and self._malformed.pop(key, None) is not None:
+            self._malformed_changed()
         if key in self._keys:
             self._keys.discard(key)
             self.stats.objects = len(self._keys)
@@ -608,10 +560,6 @@ class Reflector:
                 self.resource,
                 {"apiVersion": self.resource.api_version, "kind": self.resource.kind, "metadata": stub},
             )
-
-
-def _key(meta: dict[str, Any]) -> ObjectKey:
-    return str(meta.get("namespace") or ""), str(meta.get("name") or meta.get("uid") or "?")
 
 
 def _status_message(body: bytes) -> str:

@@ -1,11 +1,12 @@
 """Objects set aside: what the engine reports instead of judging what it could not.
 
-Two ways in. project() drops a field whose value is out of range and lists it under the
+Three ways in. project() drops a field whose value is out of range and lists it under the
 projection's `rejected` key; the object is judged on the rest, and each dropped field is
 reported. A rule, a controller verdict or a health row that raises on one object sets that
 object aside (nothing concluded from it, reported with the error) instead of ending the
 evaluation of everything else: the engine guards each object's judgement with one try, not
-each field.
+each field. And an object project() refuses whole (MalformedObject) is never taken in: the
+watcher lists it as unreadable.
 """
 
 from __future__ import annotations
@@ -50,4 +51,19 @@ def rule_failed(subject: Subject, error: Exception, *, what: str) -> Rejection:
         value=detail,
         evaluated=False,
         message=f"{describe(subject)}: not evaluated, {what} failed on it ({detail})",
+    )
+
+
+def unreadable(subject: Subject, problem: str) -> Rejection:
+    """project() refused this object whole (`problem`, MalformedObject's message, which names it
+    first): nothing of it was read, so nothing is concluded from it."""
+    what = describe(subject)
+    detail = problem.removeprefix(f"{what}: ")[:VALUE_LIMIT]
+    return Rejection(
+        subject=subject,
+        reason=RejectReason.MALFORMED,
+        field="",
+        value=detail,
+        evaluated=False,
+        message=f"{what}: not evaluated, it could not be read ({detail})",
     )

@@ -140,7 +140,7 @@ class FastPath:
                 raise TypeError("type or object missing")
         except (orjson.JSONDecodeError, KeyError, TypeError) as error:
             raise Unreadable(f"unreadable watch event: {error}") from error
-        meta = _metadata(obj)
+        meta = metadata_of(obj)
         rv = meta.get("resourceVersion")
         rv = rv if isinstance(rv, str) else ""
         if kind not in ("ADDED", "MODIFIED", "DELETED"):
@@ -166,13 +166,13 @@ class FastPath:
             if obj is not None:
                 projected.append((key, obj))
             else:
-                malformed.append(Malformed(key, problem, _metadata(item)))
+                malformed.append(Malformed(key, problem, metadata_of(item)))
         rv, token = str(meta.get("resourceVersion") or ""), str(meta.get("continue") or "")
         return Page(projected, rv, token, tuple(malformed))
 
     def _slow(self, raw: Any) -> tuple[ObjectKey, Mapping[str, Any] | None, str]:
         """(key, projection or None, problem) of an object as orjson read it."""
-        meta = _metadata(raw)
+        meta = metadata_of(raw)
         key = (str(meta.get("namespace") or ""), str(meta.get("name") or meta.get("uid") or "?"))
         if not isinstance(raw, dict):
             return key, None, "object is not a mapping"
@@ -181,6 +181,9 @@ class FastPath:
             return key, project(raw), ""
         except MalformedObject as error:
             return key, None, str(error)
+        except Exception as error:  # the model tripped on odd input: set it aside, never stop the watch
+            problem = f"could not be projected ({type(error).__name__}: {error}); this is a stalewatch bug"
+            return key, None, problem
 
     def event(self, line: bytes) -> Decoded | None:
         """The decoded event, or None when only the slow path can be sure."""
@@ -225,7 +228,8 @@ class FastPath:
         return key, out
 
 
-def _metadata(raw: Any) -> Mapping[str, Any]:
+def metadata_of(raw: Any) -> Mapping[str, Any]:
+    """An object's metadata as written ({} when missing or not a mapping)."""
     meta = raw.get("metadata") if isinstance(raw, dict) else None
     return meta if isinstance(meta, dict) else {}
 
@@ -242,14 +246,3 @@ def _without_empty(fields: dict[str, Any], sections: tuple[str, ...]) -> dict[st
 def fast_path(api_version: str, kind: str) -> FastPath:
     """The fast path of a watched kind (built once per kind: every kind has one)."""
     return FastPath(api_version, kind)
-
-
-def decode_event(line: bytes, *, api_version: str, kind: str) -> tuple[str, Mapping[str, Any] | None]:
-    """(type, projection) of one watch line of the given kind, as orjson.loads + project()
-    would give it: the fast path when it is sure, else exactly that slow path. The projection
-    is None for BOOKMARK and ERROR events; a malformed object raises MalformedObject and an
-    unreadable line Unreadable."""
-    decoded = fast_path(api_version, kind).decode(line)
-    if decoded.problem:
-        raise MalformedObject(decoded.problem)
-    return decoded.type, decoded.object
