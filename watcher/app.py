@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import signal
-import sys
 from typing import Any
 
 from aiohttp import web
@@ -24,6 +23,7 @@ from watcher.kube.live import LiveModel
 from watcher.kube.reflector import WatchOptions
 from watcher.logs import fields, get_logger, setup_logging
 from watcher.telemetry import Telemetry
+from watcher.terminal import complain
 from watcher.tracing import TracingUnavailable, configure_tracing
 from watcher.web import server
 
@@ -54,13 +54,14 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         settings = load_settings(config_file=getattr(args, "config", None), overrides=_overrides(args))
     except ConfigError as error:
-        print(error, file=sys.stderr)
+        for line in error.lines:
+            complain(line)
         return EXIT_BAD_INPUT
     setup_logging(level=settings.log_level, fmt=settings.log_format)
     try:
         provider = configure_tracing(settings.otel_exporter)
     except TracingUnavailable as error:
-        print(f"stalewatch: {error}", file=sys.stderr)
+        complain(f"stalewatch: {error}")
         return EXIT_BAD_INPUT
     try:
         return asyncio.run(serve(settings))
@@ -131,7 +132,7 @@ async def serve(settings: Settings) -> int:
         api = await load_client(kubeconfig=settings.kubeconfig, context=settings.context)
     except KubeConfigError as error:
         log.error("cannot load Kubernetes credentials", extra=fields(error=str(error)))
-        print(f"stalewatch: {error}", file=sys.stderr)
+        complain(f"stalewatch: {error}")
         return EXIT_BAD_INPUT
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -144,7 +145,7 @@ async def serve(settings: Settings) -> int:
         except OSError as error:
             log.error("cannot listen", extra=fields(listen=settings.listen, error=str(error)))
             reason = error.strerror or error
-            print(f"stalewatch: cannot listen on {settings.listen}: {reason}", file=sys.stderr)
+            complain(f"stalewatch: cannot listen on {settings.listen}: {reason}")
             await runtime.stop()
             return EXIT_BAD_INPUT
         log.info("stalewatch running", extra=fields(listen=settings.listen))

@@ -607,3 +607,28 @@ def test_an_internal_error_is_exit_3_in_one_line_never_1(
     assert line.startswith(
         "stalewatch: internal error, this is a stalewatch bug: OverflowError: date value out of range (at "
     )
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        pytest.param(
+            ("--set", "thresholds.skew\x1b[2J=5m"),
+            r"config: thresholds.skew\x1b[2J: unknown setting; known: ",
+            id="config-error",
+        ),
+        pytest.param(
+            ("--kubeconfig", "/nonexistent/\x1b]0;owned\x07"),
+            r"stalewatch: kubeconfig /nonexistent/\x1b]0;owned\x07: no such file",
+            id="kubeconfig-error",
+        ),
+    ],
+)
+def test_run_escapes_what_it_says_on_stderr_before_it_starts(args: tuple[str, ...], expected: str) -> None:
+    """The log (stdout, JSON) escapes by JSON's rules; the one line for the person on stderr too."""
+    code, out, err = stalewatch("run", "--listen", "127.0.0.1:18080", *args)
+    assert code == 2
+    assert err.count("\n") == 1, err
+    assert err.startswith(expected), err
+    assert not {"\x1b", "\x07"} & set(out + err)
+    assert_no_traceback(out, err)
