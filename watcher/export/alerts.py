@@ -130,7 +130,8 @@ FINDING_TEXTS: Mapping[FindingType, tuple[str, str]] = {
     ),
     FindingType.WORKLOAD_UNHEALTHY: (
         "is unhealthy",
-        "The workload is not available.",
+        "Its Pods are failing (crash loop, image pull, config error, unschedulable, failed) or it has"
+        " fewer available replicas than it wants.",
     ),
 }
 
