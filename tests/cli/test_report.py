@@ -8,7 +8,8 @@ from typing import Any
 import orjson
 import pytest
 
-from watcher.export.report import describe, format_age, render_json, render_text
+from watcher.export.report import format_age, render_json, render_text
+from watcher.model.objects import describe
 from watcher.model.types import Evaluation, Finding, FindingType, Severity, Subject
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

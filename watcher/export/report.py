@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from watcher.model.objects import describe
 from watcher.model.types import Evaluation, Finding, FindingType, Rejection, Severity, Subject, rfc3339
 from watcher.terminal import lines_of, printable
 
@@ -94,12 +95,6 @@ def summary(evaluation: Evaluation, *, objects: int, load_errors: int) -> dict[s
         "load_errors": load_errors,
         "rejected": rejected_objects(evaluation.rejected),
     }
-
-
-def describe(subject: Subject) -> str:
-    """`Kind namespace/name`, or `Kind name` for cluster-scoped objects."""
-    where = f"{subject['namespace']}/{subject['name']}" if subject["namespace"] else subject["name"]
-    return f"{subject['kind']} {where}"
 
 
 def format_age(since: datetime, now: datetime) -> str:
