@@ -2,7 +2,8 @@
 
 They fix what every stalewatch panel shares: the `datasource` variable, the optional
 `cluster` variable, instant tables with chosen columns, and thresholds that turn red on any
-problem. The dashboards themselves are in watcher/export/dashboards.py.
+problem. The dashboards themselves are in watcher/export/gitops_dashboards.py and
+self_dashboard.py; watcher/export/dashboards.py lists and renders them.
 """
 
 from __future__ import annotations
