@@ -47,6 +47,7 @@ from pydantic_settings import (
 )
 
 from watcher.inputs import InputError, Refused, read_path, shape_problem, yaml_documents, yaml_problem
+from watcher.model.objects import duration_seconds, format_duration
 from watcher.model.types import (
     DEFAULT_CONTROLLERS,
     DEFAULT_SEVERITIES,
@@ -76,8 +77,6 @@ MAX_DURATION = timedelta(microseconds=(2**63 - 1) // 1000)
 MAX_FACTOR = 1000.0
 """A Reconciling=True that outlasts a thousand intervals is stuck by any measure."""
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
-_UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 _DURATION_HINT = "expected a duration such as 90s, 10m or 1h30m (units h, m, s, ms), or a number of seconds"
 _NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 _LISTEN = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[^:\[\]\s]*):(?P<port>\d{1,5})")
@@ -92,16 +91,18 @@ class ConfigError(Exception):
 
 
 def parse_duration(value: object) -> timedelta:
-    """Go-style durations, as Flux writes its intervals ("90s", "10m", "1h30m"), or plain seconds;
-    at most Go's longest (MAX_DURATION), so every threshold fits any time the model compares."""
+    """A setting's duration: Go's spelling, as Flux writes its intervals ("90s", "10m", "1h30m",
+    read by the model's duration_seconds), or plain seconds; at most Go's longest (MAX_DURATION),
+    so every threshold fits any time the model compares."""
     number = float(value) if isinstance(value, str) and re.fullmatch(r"\s*\d+(\.\d+)?\s*", value) else value
+    seconds: float | None = None
     if isinstance(number, timedelta):
         seconds = number.total_seconds()
     elif isinstance(number, int | float) and not isinstance(number, bool):
         seconds = float(number) if isinstance(number, float) or abs(number) < 2**64 else math.inf
-    elif isinstance(value, str) and value.strip() and _DURATION_PART.sub("", value.strip()) == "":
-        seconds = sum(float(n) * _UNIT_SECONDS[u] for n, u in _DURATION_PART.findall(value))
-    else:
+    elif isinstance(value, str):
+        seconds = duration_seconds(value.strip())
+    if seconds is None:
         raise ValueError(f"{_DURATION_HINT}; got {shown(value)}")
     if math.isnan(seconds) or seconds < 0:
         raise ValueError(f"{_DURATION_HINT}, not negative; got {shown(value)}")
@@ -115,16 +116,6 @@ def shown(value: object) -> str:
     """A user's value quoted in an error message: repr, cut to 60 characters."""
     text = repr(value)
     return text if len(text) <= 60 else text[:59] + "…"
-
-
-def format_duration(delta: timedelta) -> str:
-    """The inverse of parse_duration, in Go's spelling without zero parts: 1h30m, 1m30s, 0s."""
-    millis = round(delta.total_seconds() * 1000)
-    hours, millis = divmod(millis, 3_600_000)
-    minutes, millis = divmod(millis, 60_000)
-    seconds, millis = divmod(millis, 1000)
-    text = "".join(f"{n}{u}" for n, u in ((hours, "h"), (minutes, "m"), (seconds, "s"), (millis, "ms")) if n)
-    return text or "0s"
 
 
 Duration = Annotated[timedelta, BeforeValidator(parse_duration), PlainSerializer(format_duration)]

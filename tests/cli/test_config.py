@@ -16,11 +16,11 @@ from watcher.config import (
     Settings,
     ThresholdSettings,
     build_model_config,
-    format_duration,
     load_settings,
     parse_duration,
     parse_set_options,
 )
+from watcher.model.objects import format_duration
 from watcher.model.types import (
     DEFAULT_CONTROLLERS,
     DEFAULT_SEVERITIES,

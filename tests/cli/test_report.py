@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 import pytest
 
-from watcher.export.report import format_age, render_json, render_text
+from watcher.export.report import render_json, render_text
 from watcher.model.objects import describe
 from watcher.model.types import Evaluation, Finding, FindingType, Severity, Subject
 
@@ -130,21 +130,6 @@ def test_colour_marks_severity_and_subject_only_when_asked() -> None:
         "\x1b[1;31mCRITICAL\x1b[0m ControllerDown: \x1b[1mDeployment flux-system/tofu-controller\x1b[0m\n"
     )
     assert "\x1b[" not in render_text(evaluation(DOWN), objects=1)
-
-
-@pytest.mark.parametrize(
-    ("age", "text"),
-    [
-        pytest.param(timedelta(seconds=0), "0s ago", id="now"),
-        pytest.param(timedelta(seconds=45), "45s ago", id="seconds"),
-        pytest.param(timedelta(minutes=4, seconds=30), "4m30s ago", id="minutes-and-seconds"),
-        pytest.param(timedelta(hours=3, minutes=12, seconds=9), "3h12m ago", id="two-largest-units"),
-        pytest.param(timedelta(days=7, seconds=5), "7d ago", id="zero-units-skipped"),
-        pytest.param(timedelta(seconds=-5), "in the future", id="clock-skew"),
-    ],
-)
-def test_ages_read_like_on_call_says_them(age: timedelta, text: str) -> None:
-    assert format_age(NOW - age, NOW) == text
 
 
 @pytest.mark.parametrize(

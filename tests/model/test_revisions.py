@@ -1,4 +1,5 @@
-"""Flux revisions compare by digest, whatever their spelling; durations and times parse like Go's."""
+"""Flux revisions compare by digest, whatever their spelling; durations and times parse like Go's,
+and an age is spelled as on-call says it."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from watcher.model.objects import parse_duration, parse_time
+from watcher.model.objects import format_age, parse_duration, parse_time
 from watcher.model.revisions import parse_revision, same_revision, short
 
 A = "a" * 40
@@ -73,6 +74,22 @@ def test_short_revision_for_messages(revision: str, shown: str) -> None:
 )
 def test_parse_duration_reads_go_durations(text: str, duration: timedelta | None) -> None:
     assert parse_duration(text) == duration
+
+
+@pytest.mark.parametrize(
+    ("age", "text"),
+    [
+        pytest.param(timedelta(seconds=0), "0s ago", id="now"),
+        pytest.param(timedelta(seconds=45), "45s ago", id="seconds"),
+        pytest.param(timedelta(minutes=4, seconds=30), "4m30s ago", id="minutes-and-seconds"),
+        pytest.param(timedelta(hours=3, minutes=12, seconds=9), "3h12m ago", id="two-largest-units"),
+        pytest.param(timedelta(days=7, seconds=5), "7d ago", id="zero-units-skipped"),
+        pytest.param(timedelta(seconds=-5), "in the future", id="clock-skew"),
+    ],
+)
+def test_ages_read_like_on_call_says_them(age: timedelta, text: str) -> None:
+    now = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+    assert format_age(now - age, now) == text
 
 
 @pytest.mark.parametrize(

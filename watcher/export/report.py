@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from watcher.model.objects import describe
+from watcher.model.objects import describe, format_age
 from watcher.model.types import Evaluation, Finding, FindingType, Rejection, Severity, Subject, rfc3339
 from watcher.terminal import lines_of, printable
 
@@ -95,19 +95,6 @@ def summary(evaluation: Evaluation, *, objects: int, load_errors: int) -> dict[s
         "load_errors": load_errors,
         "rejected": rejected_objects(evaluation.rejected),
     }
-
-
-def format_age(since: datetime, now: datetime) -> str:
-    """The largest unit and the one below it, as on-call says it: 7d2h, 3h12m, 4m30s, 45s."""
-    seconds = int((now - since).total_seconds())
-    if seconds < 0:
-        return "in the future"
-    counts = []
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
-        count, seconds = divmod(seconds, size)
-        counts.append((count, unit))
-    first = next((i for i, (count, _) in enumerate(counts) if count), len(counts) - 1)
-    return ("".join(f"{count}{unit}" for count, unit in counts[first : first + 2] if count) or "0s") + " ago"
 
 
 def by_root(findings: list[Finding]) -> tuple[list[Finding], dict[str, list[Finding]]]:

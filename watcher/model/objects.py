@@ -188,18 +188,50 @@ MAX_DURATION_SECONDS = 100 * 365 * 86400.0
 _UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
-def parse_duration(value: object) -> timedelta | None:
-    """A Go/Flux duration such as "5m", "1h30m", "10s", "1.5h" or "2h45m30s"; None if not one."""
-    if not isinstance(value, str) or not value:
-        return None
-    body = value[1:] if value[0] in "+-" else value
+def duration_seconds(value: str) -> float | None:
+    """The seconds a Go duration spells ("5m", "1h30m", "1.5h", "250ms", "0"), with no upper
+    bound (each caller has its own); None if it is not one: spaces, a bare number or a negative."""
+    body = value[1:] if value[:1] in ("+", "-") else value
     if body == "0":
-        return timedelta(0)
+        return 0.0
     parts = _DURATION_PART.findall(body)
     if not parts or "".join(n + u for n, u in parts) != body or value.startswith("-"):
         return None
-    seconds = sum(float(number) * _UNIT_SECONDS[unit] for number, unit in parts)
-    return timedelta(seconds=seconds) if seconds <= MAX_DURATION_SECONDS else None
+    return sum(float(number) * _UNIT_SECONDS[unit] for number, unit in parts)
+
+
+def parse_duration(value: object) -> timedelta | None:
+    """A Go/Flux duration such as "5m", "1h30m", "10s", "1.5h" or "2h45m30s"; None if not one
+    (or longer than MAX_DURATION_SECONDS)."""
+    seconds = duration_seconds(value) if isinstance(value, str) else None
+    return timedelta(seconds=seconds) if seconds is not None and seconds <= MAX_DURATION_SECONDS else None
+
+
+_EXACT_UNITS = (("h", 3_600_000), ("m", 60_000), ("s", 1000), ("ms", 1))
+_ROUGH_UNITS = (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000))
+
+
+def format_duration(delta: timedelta, *, rough: bool = False) -> str:
+    """A duration as Go and Flux spell it, read back by parse_duration: 1h30m, 1m30s, 250ms, 0s
+    (no zero parts, days as hours: 48h). `rough`: only the largest unit and the one below it,
+    days included, as on-call says an age: 7d2h, 3h12m, 4m30s, 45s. The one spelling of a
+    duration everywhere (thresholds in messages, settings, ages on the page and in reports)."""
+    rest = max(delta, timedelta(0)) // timedelta(milliseconds=1)
+    counts = []
+    for unit, size in _ROUGH_UNITS if rough else _EXACT_UNITS:
+        count, rest = divmod(rest, size)
+        counts.append((count, unit))
+    if rough:
+        first = next((i for i, (count, _) in enumerate(counts) if count), 0)
+        counts = counts[first : first + 2]
+    return "".join(f"{count}{unit}" for count, unit in counts if count) or "0s"
+
+
+def format_age(since: datetime, now: datetime) -> str:
+    """How long before `now` `since` was, roughly: 3h12m ago (a second or more ahead: in the future)."""
+    if now - since <= -timedelta(seconds=1):
+        return "in the future"
+    return f"{format_duration(now - since, rough=True)} ago"
 
 
 def labels_of(obj: Mapping[str, Any]) -> Mapping[str, str]:

@@ -29,6 +29,7 @@ from watcher.model.objects import (
     describe,
     dig,
     finding_id,
+    format_duration,
     group_of,
     integer,
     is_true,
@@ -90,7 +91,7 @@ def stuck_reconciling(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
     what = describe(subject_of(obj))
     message = (
         f"{what} has said Reconciling=True since {rfc3339(since)} "
-        f"({cond.get('reason', '')}: {cond.get('message', '')}), longer than {_span(limit)}"
+        f"({cond.get('reason', '')}: {cond.get('message', '')}), longer than {format_duration(limit)}"
     )
     message += (
         f" ({thresholds.stuck_reconciling_interval_factor:g} x its {text(obj, 'spec', 'interval')} interval)."
@@ -112,7 +113,7 @@ def stuck_reconciling(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
     evidence = {
         **condition_evidence(obj, "Reconciling", "Ready"),
         "interval": text(obj, "spec", "interval"),
-        "threshold": _span(limit),
+        "threshold": format_duration(limit),
     }
     return ctx.finding(FindingType.STUCK_RECONCILING, subject_of(obj), message, since, evidence)
 
@@ -266,7 +267,7 @@ def reconcile_failed(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
     evidence = {
         **condition_evidence(obj, "Ready", "Reconciling"),
         "interval": text(obj, "spec", "interval"),
-        "threshold": _span(limit),
+        "threshold": format_duration(limit),
     }
     return ctx.finding(FindingType.RECONCILE_FAILED, subject, message, since, evidence)
 
@@ -325,15 +326,6 @@ def revision_skew(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
         **condition_evidence(obj, "Ready"),
     }
     return ctx.finding(FindingType.REVISION_SKEW, subject_of(obj), message, since, evidence)
-
-
-def _span(delta: timedelta) -> str:
-    """A threshold as Flux writes durations: 30m, 1h30m, 45s."""
-    seconds = int(delta.total_seconds())
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    out = (f"{hours}h" if hours else "") + (f"{minutes}m" if minutes else "") + (f"{secs}s" if secs else "")
-    return out or "0s"
 
 
 def status_stale(obj: Mapping[str, Any], down: ControllerState, config: ModelConfig) -> Finding:

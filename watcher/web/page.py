@@ -26,7 +26,6 @@ from urllib.parse import urlencode
 from watcher.export.report import (
     SubjectKey,
     by_root,
-    format_age,
     group_by_kind,
     no_findings,
     plain,
@@ -36,7 +35,7 @@ from watcher.export.report import (
     summary_line,
     symptom_tags,
 )
-from watcher.model.objects import describe
+from watcher.model.objects import describe, format_age
 from watcher.model.types import (
     ControllerHealth,
     Evaluation,
