@@ -30,7 +30,8 @@ from tests.kube.fake import (
 )
 from tests.kube.support import FAST, MemorySink, poll
 from watcher.kube.client import Backoff, classify, retry_after
-from watcher.kube.reflector import Link, Reflector, WatchOptions
+from watcher.kube.link import Link
+from watcher.kube.reflector import Reflector, WatchOptions
 from watcher.kube.resources import Resource
 from watcher.telemetry import UNREADABLE_LISTED, KindStats, Telemetry
 

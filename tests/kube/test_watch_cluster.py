@@ -14,7 +14,8 @@ from tests.kube.objects import cond, flux, ready
 from tests.kube.support import FAST, MemorySink, poll
 from tests.kubeclient import Kube
 from watcher.kube.client import load_client
-from watcher.kube.reflector import Link, Reflector
+from watcher.kube.link import Link
+from watcher.kube.reflector import Reflector
 from watcher.kube.resources import Resource
 from watcher.model.objects import condition
 from watcher.telemetry import Telemetry

@@ -25,7 +25,9 @@ import aiohttp
 
 from watcher.kube.client import CONNECTION_ERRORS, UNREACHABLE, describe_error, get
 from watcher.kube.discovery import DiscoveryError, discover
-from watcher.kube.reflector import Link, Reflector, Sink, WatchOptions
+from watcher.kube.ledger import Sink
+from watcher.kube.link import Link
+from watcher.kube.reflector import Reflector, WatchOptions
 from watcher.kube.resources import BUILT_IN, CRDS, Resource, crd_resource, wanted
 from watcher.logs import fields, get_logger
 from watcher.model.types import ControllerSpec
