@@ -1,0 +1,278 @@
+"""The wait's verdict as a pure function: objects, the model's evaluation and `now` in, one
+outcome out; one named case per outcome and per rule that decides one."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from tests.kube.objects import cond, deployment, flux, ready, running, waiting
+from tests.wait.stack import (
+    REV_A,
+    REV_B,
+    app_pod,
+    applied,
+    dry_run_forbidden,
+    entry,
+    kustomization,
+    pod_name,
+    reconciling,
+    rolled_out,
+    source,
+    workload,
+)
+from watcher.model.convergence import Blind, Outcome, Verdict, judge
+from watcher.model.engine import HealthModel
+from watcher.model.graph import Store
+from watcher.model.projection import project
+from watcher.model.targets import Target, TargetError, check_revision, parse_target
+
+Obj = dict[str, Any]
+NS = "flux-system"
+NOW = datetime.now(UTC)
+KS = "kustomize.toolkit.fluxcd.io"
+ROOT = parse_target(f"ks/{NS}/apps", revision=REV_B)
+INVENTORY = (entry(NS, "infra", "Kustomization", KS), entry(NS, "web", "Deployment", "apps"))
+
+
+def verdict(
+    objects: Sequence[Obj],
+    *,
+    targets: Sequence[Target] = (ROOT,),
+    now: datetime = NOW,
+    timeout: timedelta = timedelta(minutes=5),
+    grace: timedelta = timedelta(minutes=1),
+    blind: Blind | None = None,
+) -> Verdict:
+    """judge() over the model fed `objects`, as the wait's loop calls it."""
+    model, store = HealthModel(), Store()
+    for obj in objects:
+        projected = project(obj)
+        model.upsert(projected, now=now)
+        store.put(projected)
+    evaluation = model.evaluate(now)
+    return judge(
+        targets, view=store, evaluation=evaluation, now=now, deadline=now + timeout, grace=grace, blind=blind
+    )
+
+
+def controller(name: str, *, available: int = 1) -> list[Obj]:
+    down = {
+        "status": {**rolled_out(0), "replicas": 0},
+        "spec": {**deployment(NS, name)["spec"], "replicas": 0},
+    }
+    return [{**deployment(NS, name), **(down if not available else {})}, app_pod(NS, name)]
+
+
+def stack(root: Obj, *, infra: Obj | None = None, web_pod: Obj | None = None, web: int = 1) -> list[Obj]:
+    return [
+        *controller("source-controller"),
+        *controller("kustomize-controller"),
+        source(NS, REV_B),
+        kustomization(NS, "apps", root),
+        kustomization(NS, "infra", infra or applied(REV_B)),
+        workload(NS, "web", available=web),
+        app_pod(NS, "web", status=web_pod or running()),
+    ]
+
+
+CRASHING_FOR = {
+    "long": waiting("CrashLoopBackOff", "back-off", started=NOW - timedelta(minutes=3), restarts=4),
+    "briefly": waiting("CrashLoopBackOff", "back-off", started=NOW - timedelta(seconds=10), restarts=1),
+}
+
+
+@pytest.mark.parametrize(
+    ("objects", "kw", "outcome", "message"),
+    [
+        pytest.param(
+            stack(applied(REV_B, *INVENTORY)),
+            {},
+            Outcome.CONVERGED,
+            "4/4 current",
+            id="converged-at-the-revision",
+        ),
+        pytest.param(
+            stack(applied(REV_B, *INVENTORY), infra=dry_run_forbidden(REV_A, REV_B)),
+            {},
+            Outcome.FAILED,
+            f"Kustomization {NS}/infra: failed at main@bbbbbbbbbbbb: ReconciliationFailed: "
+            "ConfigMap/platform/feature-flags dry-run failed (Forbidden)",
+            id="child-failed-at-the-revision",
+        ),
+        pytest.param(
+            stack(applied(REV_B, *INVENTORY), web_pod=CRASHING_FOR["long"]),
+            {},
+            Outcome.FAILED,
+            f"Pod {NS}/{pod_name('web')}: is in CrashLoopBackOff (container manager",
+            id="pod-crash-looping-for-longer-than-grace",
+        ),
+        pytest.param(
+            stack(applied(REV_B, *INVENTORY), web_pod=CRASHING_FOR["briefly"]),
+            {},
+            Outcome.WAITING,
+            "3/4 current",
+            id="pod-crash-looping-within-grace",
+        ),
+        pytest.param(
+            [
+                *stack(applied(REV_B, *INVENTORY))[:2],
+                *controller("kustomize-controller", available=0),
+                *stack(reconciling(REV_A, REV_B))[4:],
+            ],
+            {},
+            Outcome.STALE,
+            f"ControllerDown Deployment {NS}/kustomize-controller (ScaledToZero)",
+            id="controller-down",
+        ),
+        pytest.param(
+            stack(applied(REV_B, *INVENTORY)),
+            {"targets": [parse_target(f"hr/{NS}/podinfo")]},
+            Outcome.CANNOT_WAIT,
+            f"not found: HelmRelease {NS}/podinfo",
+            id="target-not-found",
+        ),
+        pytest.param(
+            stack(applied(REV_B, *INVENTORY)),
+            {"blind": Blind("the Kubernetes API server is unreachable", NOW - timedelta(minutes=1))},
+            Outcome.CANNOT_WAIT,
+            "cannot see the cluster since",
+            id="blind-for-longer-than-the-window",
+        ),
+        pytest.param(
+            stack(applied(REV_B, *INVENTORY)),
+            {"blind": Blind("403 Forbidden: may not list and watch Pod", NOW - timedelta(seconds=5))},
+            Outcome.WAITING,
+            "cannot see the cluster: 403 Forbidden",
+            id="blind-within-the-window-never-converged",
+        ),
+        pytest.param(stack(reconciling(REV_A, REV_B)), {}, Outcome.WAITING, "0/1 current", id="in-progress"),
+        pytest.param(
+            stack(reconciling(REV_A, REV_B)),
+            {"timeout": timedelta(0)},
+            Outcome.TIMED_OUT,
+            "0/1 current",
+            id="in-progress-at-the-deadline",
+        ),
+    ],
+)
+def test_the_verdict(objects: list[Obj], kw: dict[str, Any], outcome: Outcome, message: str) -> None:
+    found = verdict(objects, **kw)
+    assert (found.outcome, found.message[: len(message)]) == (outcome, message), found
+
+
+@pytest.mark.parametrize(
+    ("status", "reason"),
+    [
+        pytest.param(None, "generation None not observed yet (observed None)", id="never-reconciled"),
+        pytest.param(
+            {"conditions": [cond("Ready", "True", "ReconciliationSucceeded")]},
+            "at no revision, waiting for main@bbbbbbbbbbbb",
+            id="ready-without-a-revision",
+        ),
+        pytest.param(
+            applied(REV_A), "at main@aaaaaaaaaaaa, waiting for main@bbbbbbbbbbbb", id="old-revision"
+        ),
+        pytest.param(
+            {**applied(REV_B), "conditions": [cond("Reconciling", "True", "Progressing", "Applying")]},
+            "InProgress: Progressing: Applying",
+            id="reconciling",
+        ),
+        pytest.param(
+            {"conditions": [cond("Ready", "False", "DependencyNotReady", "dependency 'infra' is not ready")]},
+            "InProgress: DependencyNotReady: dependency 'infra' is not ready",
+            id="waiting-for-a-dependency",
+        ),
+    ],
+)
+def test_a_target_is_not_current_until_reconciled_at_the_revision(status: Obj | None, reason: str) -> None:
+    root = flux("Kustomization", NS, "apps", spec={"sourceRef": {"kind": "GitRepository", "name": "fleet"}})
+    if status is not None:
+        root["status"] = {"observedGeneration": 1, **status}
+    found = verdict([source(NS, REV_B), root])
+    assert (found.outcome, found.objects[0].reason) == (Outcome.WAITING, reason)
+
+
+def test_a_suspended_target_fails_at_once() -> None:
+    root = kustomization(NS, "apps", applied(REV_A))
+    root["spec"]["suspend"] = True
+    found = verdict([source(NS, REV_B), root])
+    assert found.outcome is Outcome.FAILED
+    assert found.message.endswith(
+        "apps: suspended (spec.suspend: true): nothing reconciles it until it is resumed"
+    )
+
+
+def test_a_helmrelease_is_at_the_revision_by_its_last_attempt_and_its_newest_history() -> None:
+    release = flux(
+        "HelmRelease",
+        NS,
+        "podinfo",
+        status=ready(
+            lastAttemptedRevision="6.5.0", history=[{"chartVersion": "6.4.0", "status": "deployed"}]
+        ),
+    )
+    target = parse_target(f"hr/{NS}/podinfo", revision="v6.5.0")
+    assert verdict([release], targets=[target]).objects[0].reason == "at 6.4.0, waiting for v6.5.0"
+    release["status"]["history"][0]["chartVersion"] = "6.5.0"
+    assert verdict([release], targets=[target]).outcome is Outcome.CONVERGED
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        pytest.param("deploy/flux-system/apps", "unknown kind 'deploy'", id="unknown-kind"),
+        pytest.param("ks/apps", "expected KIND/NAMESPACE/NAME", id="two-parts"),
+        pytest.param(
+            "ks/Flux_System/apps", "namespace 'Flux_System' is not a Kubernetes object name", id="bad-name"
+        ),
+    ],
+)
+def test_a_bad_target_is_named(text: str, problem: str) -> None:
+    with pytest.raises(TargetError, match=problem.replace("(", r"\(")):
+        parse_target(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        pytest.param("ks/a/b", "Kustomization", id="ks"),
+        pytest.param("HelmReleases/a/b", "HelmRelease", id="plural-any-case"),
+        pytest.param("tf/a/b", "Terraform", id="tf"),
+        pytest.param("ocirepository/a/b", "OCIRepository", id="source-kind"),
+    ],
+)
+def test_kinds_are_named_singular_plural_or_short(text: str, kind: str) -> None:
+    assert parse_target(text).key.kind == kind
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param(REV_B, id="git-revision"),
+        pytest.param("b" * 40, id="bare-sha"),
+        pytest.param("latest@sha256:" + "c" * 64, id="oci-digest"),
+        pytest.param("6.5.0", id="chart-version"),
+        pytest.param("20240101", id="digits-are-a-version"),
+    ],
+)
+def test_revisions_that_name_one_revision_are_taken(text: str) -> None:
+    assert check_revision(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        pytest.param("5e0f1a2", "looks like an abbreviated digest", id="short-sha"),
+        pytest.param("main@sha1:5e0f1a2", "looks like an abbreviated digest", id="short-sha-with-ref"),
+        pytest.param("sha256:xyz", "the sha256 digest is not hexadecimal", id="not-hex"),
+        pytest.param("main @sha1:x", "without spaces", id="spaced"),
+        pytest.param("", "without spaces", id="empty"),
+    ],
+)
+def test_a_malformed_revision_is_refused(text: str, problem: str) -> None:
+    with pytest.raises(TargetError, match=problem):
+        check_revision(text)
