@@ -1,5 +1,7 @@
 """The `stalewatch` command line: one small function per subcommand, wiring settings, loaders,
-the model and the renderers. `run` is the live watcher in watcher.app (its flags and handler).
+the model and the renderers. `run` is the live watcher in watcher.app (its flags and handler),
+`wait` the CI gate in watcher.waiting (its exit codes are its own: see `stalewatch wait --help`;
+a stalewatch bug there exits 2, "cannot wait", since 3 means timed out).
 
 `analyze` exit codes: 0 nothing critical, 1 a critical root cause was found, 2 bad input or
 usage (the message says which file, object, flag or setting; never a traceback for a user
@@ -107,6 +109,21 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         add_run_arguments(run)
         run.set_defaults(handler=run_command)
 
+    wait = commands.add_parser(
+        "wait",
+        parents=[settings],
+        help="wait for a GitOps stack to converge at a revision; fail fast on the root cause",
+        description="Watch the targets and everything under them (inventories, HelmRelease\n"
+        "workloads, their Pods) until they are Current at the revision; exit with the outcome.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    if "wait" in argv:  # like run: the watcher's imports are for the commands that watch
+        from watcher.waiting import EXIT_CANNOT_WAIT, EXIT_HELP, add_wait_arguments, wait_command
+
+        add_wait_arguments(wait)
+        wait.epilog = EXIT_HELP
+        wait.set_defaults(handler=wait_command, internal_error=EXIT_CANNOT_WAIT)
+
     config = commands.add_parser("config", help="inspect the configuration")
     config_commands = config.add_subparsers(dest="config_command", metavar="COMMAND", required=True)
     show = config_commands.add_parser(
@@ -177,13 +194,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `stalewatch analyze ... | head`: the reader left, which is not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
-    except Exception as error:  # a bug: say so in one line, and never exit 0 or 1 ("critical")
+    except Exception as error:  # a bug: say so in one line, and never exit 0 or 1 ("critical"; wait: 2)
         where = traceback.extract_tb(error.__traceback__)[-1]
         complain(
             f"stalewatch: internal error, this is a stalewatch bug: {type(error).__name__}: {error} "
             f"(at {os.path.basename(where.filename)}:{where.lineno})"
         )
-        return EXIT_FAILED
+        return int(getattr(args, "internal_error", EXIT_FAILED))
     return code
 
 

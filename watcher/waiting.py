@@ -1,0 +1,338 @@
+"""`stalewatch wait`: the second line after a GitOps push. Watches the stack live and exits
+with what it became: converged, failed, stale, timed out, or that it could not look.
+
+The watching is `stalewatch run`'s own: one ClusterWatcher (a list + watch per kind, no
+polling) feeds the live model, and a graph.Store of the same projections answers what the
+verdict reads (inventories, releases, Pods). After every change (debounced) and every tick
+(thresholds, --grace, the deadline) the pure watcher.model.convergence.judge decides; the
+first outcome that is not WAITING ends the wait. Progress goes to stderr when the picture
+changes; the verdict to stdout (text, or one JSON document with -o json, see docs/wait.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from watcher.config import ConfigError, Settings, build_model_config, load_settings, parse_set_options
+from watcher.export.wait import progress_line, render_json, render_text
+from watcher.kube.client import KubeConfigError, load_client
+from watcher.kube.cluster import ClusterWatcher
+from watcher.kube.live import LiveModel
+from watcher.kube.reflector import WatchOptions
+from watcher.kube.resources import Resource
+from watcher.logs import setup_logging
+from watcher.model.convergence import Blind, Outcome, Verdict, default_revision, judge
+from watcher.model.graph import Packed, Store
+from watcher.model.kinds import KINDS, Judge
+from watcher.model.objects import key_of, parse_duration
+from watcher.model.targets import Target, TargetError, check_revision, parse_target
+from watcher.telemetry import Telemetry
+from watcher.terminal import complain
+
+_EXITS: tuple[tuple[Outcome, int, str], ...] = (
+    (Outcome.CONVERGED, 0, "the targets and everything under them are Current, observed, at the revision"),
+    (Outcome.FAILED, 1, "a root cause waiting will not fix (printed with its blast radius)"),
+    (
+        Outcome.CANNOT_WAIT,
+        2,
+        "bad input, a target not found, or the API server unreachable or a needed kind\n"
+        "forbidden for longer than --blind-timeout",
+    ),
+    (Outcome.TIMED_OUT, 3, "printed with what is still in progress under the targets, and why"),
+    (Outcome.STALE, 4, "a controller the targets depend on is down, so their status cannot change"),
+)
+EXIT_CODES: Mapping[Outcome, int] = {outcome: code for outcome, code, _ in _EXITS}
+EXIT_HELP = (
+    "exit codes:\n"
+    + "".join(
+        f"  {code}  {str(outcome).replace('_', ' ')}: {meaning.replace(chr(10), chr(10) + '     ')}\n"
+        for outcome, code, meaning in _EXITS
+    )
+    + "see docs/wait.md for the JSON document of -o json and CI examples\n"
+)
+EXIT_CANNOT_WAIT = EXIT_CODES[Outcome.CANNOT_WAIT]
+"""Also bad input, and a stalewatch bug: it could not wait, so the answer is unknown."""
+EXIT_INTERRUPTED = 130
+
+
+NEEDED = frozenset(k.key for k in KINDS if k.judge is not Judge.EVENT)
+"""The kinds a verdict reads (workloads, Pods, Leases, CRDs, Flux and Terraform objects): while
+one is unreachable, forbidden or not listed the wait is blind. Other watched kinds (Events for
+RetryLoop, notification and image automation objects) are judged when visible, never needed."""
+_MODEL_ONLY = frozenset({"Event", "Lease", "CustomResourceDefinition"})
+"""Kinds the verdict never reads; only the model keeps them."""
+DEBOUNCE = 0.05
+TICK = 0.25
+
+
+def add_wait_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "targets", nargs="+", metavar="KIND/NAMESPACE/NAME", help="e.g. ks/flux-system/apps, hr/apps/podinfo"
+    )
+    parser.add_argument(
+        "--revision",
+        metavar="REV",
+        help="main@sha1:<sha>, a full SHA or digest, or a chart version "
+        "(default: each target's source's artifact revision, read at start)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_duration,
+        default=timedelta(minutes=5),
+        metavar="DURATION",
+        help="give up (exit 3) after this long (default 5m)",
+    )
+    parser.add_argument(
+        "--grace",
+        type=_duration,
+        default=timedelta(minutes=1),
+        metavar="DURATION",
+        help="how long a Pod may be in ImagePullBackOff, CrashLoopBackOff, ... counted "
+        "from the state's own start (default 1m)",
+    )
+    parser.add_argument(
+        "--blind-timeout",
+        type=_duration,
+        default=timedelta(seconds=30),
+        metavar="DURATION",
+        help="how long the API server may be unreachable or a needed kind forbidden "
+        "before exit 2 (default 30s)",
+    )
+    parser.add_argument("--kubeconfig", metavar="FILE", help="default $KUBECONFIG, else ~/.kube/config")
+    parser.add_argument("--context", metavar="NAME", help="kubeconfig context (default: its current-context)")
+    parser.add_argument(
+        "-o",
+        "--output",
+        choices=("text", "json"),
+        default="text",
+        help="json: quiet, one document at the end",
+    )
+
+
+def _duration(text: str) -> timedelta:
+    value = parse_duration(text)
+    if value is None or value <= timedelta(0):
+        raise argparse.ArgumentTypeError(
+            f"expected a positive duration such as 30s, 5m or 1h30m; got {text!r}"
+        )
+    return value
+
+
+def wait_command(args: argparse.Namespace) -> int:
+    try:
+        revision = check_revision(args.revision) if args.revision is not None else ""
+        targets = [parse_target(t, revision=revision) for t in args.targets]
+    except TargetError as error:
+        complain(f"stalewatch wait: {error}")
+        return EXIT_CANNOT_WAIT
+    overrides = parse_set_options(args.assignments)
+    overrides.update({k: v for k in ("kubeconfig", "context") if (v := getattr(args, k)) is not None})
+    try:
+        settings = load_settings(config_file=args.config, overrides=overrides)
+    except ConfigError as error:
+        for line in error.lines:
+            complain(line)
+        return EXIT_CANNOT_WAIT
+    setup_logging(level="error", fmt="text", stream=sys.stderr)
+    limits = Limits(timeout=args.timeout, grace=args.grace, blind=args.blind_timeout)
+    try:
+        return asyncio.run(_main(settings, targets, limits, json=args.output == "json"))
+    except KeyboardInterrupt:
+        complain("stalewatch wait: interrupted")
+        return EXIT_INTERRUPTED
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Limits:
+    timeout: timedelta
+    grace: timedelta
+    blind: timedelta
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Result:
+    verdict: Verdict
+    targets: list[Target]
+    """With the revision each waited for (a default one resolved)."""
+    started: datetime
+
+
+async def _main(settings: Settings, targets: list[Target], limits: Limits, *, json: bool) -> int:
+    try:
+        api = await load_client(kubeconfig=settings.kubeconfig, context=settings.context)
+    except KubeConfigError as error:
+        complain(f"stalewatch wait: {error}")
+        return EXIT_CANNOT_WAIT
+    async with api:
+        progress = None if json else complain
+        result = await wait_for(settings, api, targets, limits, progress=progress)
+    now, verdict = datetime.now(UTC), result.verdict
+    code = EXIT_CODES[verdict.outcome]
+    if json:
+        sys.stdout.write(render_json(verdict, result.targets, started=result.started, now=now, code=code))
+    else:
+        sys.stdout.write(render_text(verdict, now=now))
+    return code
+
+
+class WaitSink:
+    """The reflectors' Sink: every change to the live model, and the kinds the verdict reads
+    to a Store of its own (the same projections: nothing is copied)."""
+
+    def __init__(self, live: LiveModel) -> None:
+        self.live = live
+        self.store = Store()
+        self.changed = asyncio.Event()
+
+    def upsert(self, resource: Resource, obj: Mapping[str, Any]) -> None:
+        self.live.upsert(resource, obj)
+        if resource.kind not in _MODEL_ONLY:
+            if type(obj) is Packed:
+                self.store.put_packed(obj)
+            else:
+                self.store.put(obj)
+        self.changed.set()
+
+    def delete(self, resource: Resource, obj: dict[str, Any]) -> None:
+        self.live.delete(resource, obj)
+        self.store.remove(key_of(obj))
+        self.changed.set()
+
+    def retain(self, resource: Resource, keys: set[tuple[str, str]]) -> None:
+        self.live.retain(resource, keys)
+        for key in self.store.raw_of_kind(resource.group, resource.kind):
+            if (key.namespace, key.name) not in keys:
+                self.store.remove(key)
+        self.changed.set()
+
+    def notify(self) -> None:
+        self.live.notify()
+        self.changed.set()
+
+
+def blindness(telemetry: Telemetry, *, answered: bool) -> str:
+    """Why the watcher cannot judge now ("" when it can): the API server reachable and every
+    kind the verdict needs listed, live and allowed. `answered`: it has answered before."""
+    if not telemetry.up:
+        return (
+            "the Kubernetes API server is unreachable"
+            if answered
+            else "connecting to the Kubernetes API server"
+        )
+    if telemetry.unauthorized:
+        return telemetry.unauthorized
+    if telemetry.evaluation_error:
+        return f"the health model's evaluation fails: {telemetry.evaluation_error}"
+    if not telemetry.started:
+        return "discovering the kinds to watch"
+    needed = {key: s for key, s in list(telemetry.kinds.items()) if key in NEEDED}
+    forbidden = sorted(_name(key) for key, s in needed.items() if s.forbidden)
+    if forbidden:
+        return "403 Forbidden: may not list and watch " + ", ".join(forbidden)
+    pending = sorted(_name(key) for key, s in needed.items() if not s.synced)
+    if pending:
+        return "initial list not finished for " + ", ".join(pending)
+    broken = sorted(_name(key) for key, s in needed.items() if not s.live)
+    if broken:
+        return "watch broken (reconnecting) for " + ", ".join(broken)
+    return ""
+
+
+def _name(key: tuple[str, str]) -> str:
+    return f"{key[1]}.{key[0]}" if key[0] else key[1]
+
+
+def _unserved(telemetry: Telemetry, targets: Sequence[Target]) -> Verdict | None:
+    kinds = [t.key for t in targets if (t.key.group, t.key.kind) not in telemetry.kinds]
+    if not kinds:
+        return None
+    names = ", ".join(sorted({f"{k.kind}.{k.group}" for k in kinds}))
+    return Verdict(Outcome.CANNOT_WAIT, f"not served by this API server (is its CRD installed?): {names}")
+
+
+async def wait_for(
+    settings: Settings,
+    api: Any,
+    targets: list[Target],
+    limits: Limits,
+    *,
+    progress: Callable[[str], None] | None,
+    options: WatchOptions | None = None,
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> Result:
+    """Watch until the verdict is final."""
+    config = build_model_config(settings)
+    telemetry = Telemetry()
+    live = LiveModel(config, telemetry, clock=clock)
+    sink = WaitSink(live)
+    watcher = ClusterWatcher(
+        api,
+        sink,
+        telemetry,
+        controllers=config.controllers,
+        keep_namespace=settings.watches_namespace,
+        options=options,
+    )
+    started = clock()
+    deadline, answered, shown = started + limits.timeout, False, ""
+    blind_since: datetime | None = started
+
+    def verdict_now(now: datetime) -> Verdict:
+        nonlocal targets, blind_since, answered
+        answered = answered or telemetry.up
+        reason = blindness(telemetry, answered=answered)
+        blind_since = (blind_since or now) if reason else None
+        if not reason and (unserved := _unserved(telemetry, targets)) is not None:
+            return unserved
+        if not reason:
+            sink.store.blind = telemetry.blind()
+            targets = [_resolved(t, sink.store) for t in targets]
+        return judge(
+            targets,
+            view=sink.store,
+            evaluation=None if reason else live.evaluate(),
+            now=now,
+            deadline=deadline,
+            grace=limits.grace,
+            blind=Blind(reason, blind_since) if reason and blind_since is not None else None,
+            blind_window=limits.blind,
+        )
+
+    await watcher.start()
+    try:
+        while (verdict := verdict_now(now := clock())).outcome is Outcome.WAITING:
+            line = progress_line(verdict, now=now)
+            if progress is not None and _picture(line) != shown:
+                shown = _picture(line)
+                progress(line)
+            await _next_change(sink.changed)
+        return Result(verdict, targets, started)
+    finally:
+        await watcher.stop()
+
+
+def _resolved(target: Target, store: Store) -> Target:
+    """A target without --revision waits for its source's revision as first seen."""
+    if target.revision:
+        return target
+    return dataclasses.replace(target, revision=default_revision(target, store))
+
+
+def _picture(line: str) -> str:
+    """A progress line without its ages: a new line only when something changed."""
+    return "".join(part.split(" (since ")[0] for part in line.split("; "))
+
+
+async def _next_change(changed: asyncio.Event) -> None:
+    try:
+        await asyncio.wait_for(changed.wait(), TICK)
+        await asyncio.sleep(DEBOUNCE)
+    except TimeoutError:
+        pass
+    changed.clear()
