@@ -48,14 +48,20 @@ _EXITS: tuple[tuple[Outcome, int, str], ...] = (
     (Outcome.STALE, 4, "a controller the targets depend on is down, so their status cannot change"),
 )
 EXIT_CODES: Mapping[Outcome, int] = {outcome: code for outcome, code, _ in _EXITS}
-EXIT_HELP = (
-    "exit codes:\n"
-    + "".join(
-        f"  {code}  {str(outcome).replace('_', ' ')}: {meaning.replace(chr(10), chr(10) + '     ')}\n"
-        for outcome, code, meaning in _EXITS
-    )
-    + "see docs/wait.md for the JSON document of -o json and CI examples\n"
-)
+
+
+def _exit_help() -> str:
+    """The epilog of `stalewatch wait --help`, from _EXITS (docs/wait.md has the same table)."""
+    lines = ["exit codes:"]
+    for outcome, code, meaning in _EXITS:
+        first, *more = meaning.split("\n")
+        lines.append(f"  {code}  {str(outcome).replace('_', ' ')}: {first}")
+        lines += [f"     {line}" for line in more]
+    lines.append("see docs/wait.md for the JSON document of -o json and CI examples")
+    return "\n".join(lines) + "\n"
+
+
+EXIT_HELP = _exit_help()
 EXIT_CANNOT_WAIT = EXIT_CODES[Outcome.CANNOT_WAIT]
 """Also bad input, and a stalewatch bug: it could not wait, so the answer is unknown."""
 EXIT_INTERRUPTED = 130

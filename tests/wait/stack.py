@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.kube.objects import POD_HASH, cond, deployment, flux, pod, ready, running, stamp
+from tests.app.test_rbac import ALLOWED
+from tests.kube.objects import POD_HASH, cond, deployment, deployment_status, flux, pod, ready, running, stamp
 
 Obj = dict[str, Any]
 REV_A = "main@sha1:" + "a" * 40
@@ -88,19 +89,12 @@ def kustomization(ns: str, name: str, status: Obj) -> Obj:
 
 
 def rolled_out(available: int = 1) -> Obj:
-    """A Deployment's status once its new ReplicaSet is (or is not) available."""
-    progressing = ("True", "NewReplicaSetAvailable") if available else ("True", "ReplicaSetUpdated")
-    return {
-        "observedGeneration": 1,
-        "replicas": 1,
-        "updatedReplicas": 1,
-        "readyReplicas": available,
-        "availableReplicas": available,
-        "conditions": [
-            cond("Available", "True" if available else "False", "MinimumReplicasAvailable"),
-            cond("Progressing", *progressing),
-        ],
-    }
+    """A Deployment's status once its new ReplicaSet is (or is not) available: with the
+    Progressing condition kstatus reads (NewReplicaSetAvailable once it is)."""
+    status = deployment_status(available)
+    reason = "NewReplicaSetAvailable" if available else "ReplicaSetUpdated"
+    status["conditions"].append(cond("Progressing", "True", reason))
+    return status
 
 
 def workload(ns: str, name: str, *, available: int, labels: Obj | None = None) -> Obj:
@@ -191,19 +185,8 @@ async def waiting(kubeconfig: Path, namespace: str, *args: str) -> AsyncIterator
 
 
 READ: dict[str, list[str]] = {
-    "": ["pods", "events"],
-    "apps": ["deployments", "replicasets", "statefulsets", "daemonsets"],
-    "coordination.k8s.io": ["leases"],
-    "apiextensions.k8s.io": ["customresourcedefinitions"],
-    "source.toolkit.fluxcd.io": [
-        "gitrepositories",
-        "ocirepositories",
-        "helmrepositories",
-        "helmcharts",
-        "buckets",
-    ],
-    "kustomize.toolkit.fluxcd.io": ["kustomizations"],
-    "helm.toolkit.fluxcd.io": ["helmreleases"],
+    **ALLOWED,
+    "apps": [*ALLOWED["apps"], "deployments"],
     "infra.contrib.fluxcd.io": ["terraforms"],
 }
 """Everything `wait` reads: get, list and watch, nothing else (a CI job's account)."""

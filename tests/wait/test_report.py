@@ -3,6 +3,7 @@ document, each as documented in docs/wait.md."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from datetime import UTC, datetime, timedelta
@@ -78,11 +79,17 @@ def test_progress_and_report_show_what_the_cluster_wrote_without_obeying_it() ->
         "waiting: 0/1 current; Kustomization flux-system/apps: Progressing: \\x1b]0;owned\\x07applying"
         "\\x1b[2J\\nINFO forged line (since 2m ago)"
     )
-    report = render_text(hostile_verdict(Outcome.TIMED_OUT), now=NOW)
-    assert "\x1b" not in report
-    assert [line.split(":")[0] for line in report.splitlines()] == [
+    timed_out = render_text(hostile_verdict(Outcome.TIMED_OUT), now=NOW)
+    failed = render_text(dataclasses.replace(hostile_verdict(Outcome.FAILED), message=HOSTILE), now=NOW)
+    assert "\x1b" not in timed_out + failed
+    assert [line.split(":")[0] for line in timed_out.splitlines()] == [
         "timed out",
         "still in progress (1 of 1)",
+        "  Kustomization flux-system/apps",
+    ]
+    assert [line.split(":")[0] for line in failed.splitlines()] == [
+        "failed",
+        "not current (1 of 1)",
         "  Kustomization flux-system/apps",
     ]
 

@@ -79,6 +79,14 @@ def stack(root: Obj, *, infra: Obj | None = None, web_pod: Obj | None = None, we
     ]
 
 
+def depends_on_db() -> Obj:
+    """Kustomization apps, held back by its dependency db (kustomize-controller's message)."""
+    waits = cond("Ready", "False", "DependencyNotReady", f"dependency '{NS}/db' is not ready")
+    apps = kustomization(NS, "apps", {"lastAppliedRevision": REV_A, "conditions": [waits]})
+    apps["spec"]["dependsOn"] = [{"name": "db"}]
+    return apps
+
+
 CRASHING_FOR = {
     "long": waiting("CrashLoopBackOff", "back-off", started=NOW - timedelta(minutes=3), restarts=4),
     "briefly": waiting("CrashLoopBackOff", "back-off", started=NOW - timedelta(seconds=10), restarts=1),
@@ -102,6 +110,18 @@ CRASHING_FOR = {
             f"Kustomization {NS}/infra: failed at main@bbbbbbbbbbbb: ReconciliationFailed: "
             "ConfigMap/platform/feature-flags dry-run failed (Forbidden)",
             id="child-failed-at-the-revision",
+        ),
+        pytest.param(
+            [
+                *stack(applied(REV_A, *INVENTORY))[:5],
+                depends_on_db(),
+                kustomization(NS, "db", dry_run_forbidden(REV_A, REV_B)),
+            ],
+            {},
+            Outcome.FAILED,
+            f"Kustomization {NS}/db: holds up Kustomization {NS}/apps, which depends on it: failed at "
+            "main@bbbbbbbbbbbb: ReconciliationFailed",
+            id="dependency-failed-at-its-revision",
         ),
         pytest.param(
             stack(applied(REV_B, *INVENTORY), web_pod=CRASHING_FOR["long"]),

@@ -19,7 +19,7 @@ from watcher.model.objects import Key, describe, format_age
 from watcher.model.subtree import ObjectState, State
 from watcher.model.targets import Target
 from watcher.model.types import Evaluation, rfc3339
-from watcher.terminal import lines_of, printable
+from watcher.terminal import printable
 
 SCHEMA_VERSION = 1
 
@@ -51,11 +51,11 @@ def progress_line(verdict: Verdict, *, now: datetime) -> str:
 def render_text(verdict: Verdict, *, now: datetime) -> str:
     """The verdict, then the root causes (like analyze), then what is not current and why."""
     lines = [f"{_HEADLINES[verdict.outcome]}: {verdict.message}"]
-    if verdict.outcome is Outcome.CONVERGED and verdict.objects:
-        lines.append(
-            f"  {describe(verdict.objects[0].key)} and everything under it: {len(verdict.objects)} objects"
-        )
-    out = "".join(printable(line) + "\n" for first in lines for line in lines_of(first))
+    targets = [describe(state.key) for state in verdict.objects if state.parent is None]
+    if verdict.outcome is Outcome.CONVERGED and targets:
+        under = "them" if len(targets) > 1 else "it"
+        lines.append(f"  {', '.join(targets)} and everything under {under}: {len(verdict.objects)} objects")
+    out = "".join(printable(line) + "\n" for line in lines)
     if verdict.findings:
         shown = Evaluation(now=now, findings=verdict.findings, objects=[], controllers=[], revisions=[])
         out += "\n" + render_findings(shown, objects=len(verdict.objects))

@@ -6,25 +6,27 @@ and the Pods of every workload, walked parents first. An object is CURRENT when 
 Current with its generation observed and, for Flux objects, Ready=True (kstatus calls an object
 nobody has reconciled yet Current) at the revision asked of it. FAILED is what waiting will not
 fix: Stalled, suspended, a failure at the revision asked (Flux retries it, and fails alike), a
-Pod in a back-off or unschedulable for --grace, counted from the state's own start.
+Pod in a back-off or unschedulable for --grace, counted from the state's own start, and a
+dependency (spec.dependsOn, outside the subtree) that is not Ready and failed so itself.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, Protocol
 
-from watcher.model.flux import applied_revision, inventory, release_keys, source_key
+from watcher.model.flux import applied_revision, dependencies, inventory, release_keys, source_key
 from watcher.model.graph import View, release_of
 from watcher.model.kinds import APPLIERS, KUSTOMIZE_GROUP
 from watcher.model.kstatus import compute_status
 from watcher.model.objects import (
     Key,
     condition,
+    describe,
     dig,
     group_of,
     integer,
@@ -89,6 +91,8 @@ class Asked:
     grace: timedelta
     wanted: Mapping[Key, str]
     """Revision asked of each target and of each source a target applies from."""
+    pods: dict[str, dict[Key, list[Key]]] = field(default_factory=dict)
+    """Per namespace, its Pods by owning workload (filled as the walk needs them)."""
 
 
 def walk(
@@ -122,19 +126,44 @@ def walk(
         states.append(ObjectState(key, judged[0], judged[1], _since(obj, judged[0]), parent))
         if obj["kind"] in APPLIERS and (source := source_key(obj)) is not None:
             sources.add(source)
-        queue.extend((child, key) for child in _CHILDREN.get(obj["kind"], _none)(obj, ctx.view))
+        if obj["kind"] in APPLIERS:
+            for dependency in dependencies(obj):
+                blocking = None if dependency in seen else _blocking(dependency, key, ctx, health)
+                if blocking is not None:
+                    seen.add(dependency)
+                    states.append(blocking)
+        queue.extend((child, key) for child in _CHILDREN.get(obj["kind"], _none)(obj, ctx))
     return states, sources
 
 
-def _none(obj: Mapping[str, Any], view: Tree) -> list[Key]:
+def _blocking(key: Key, parent: Key, ctx: Asked, health: Mapping[Key, ObjectHealth]) -> ObjectState | None:
+    """A dependency (spec.dependsOn) that failed or whose controller is down: Flux waits for it
+    (DependencyNotReady) in vain. One that is Ready, or on its way, or not there, is Flux's to wait for."""
+    obj = ctx.view.get(key)
+    if obj is None or _ready(obj):
+        return None
+    owner = health.get(key)
+    state, reason = (State.STALE, cached(owner.controller)) if owner and owner.stale else _gitops(obj, ctx)
+    if state is not State.FAILED and state is not State.STALE:
+        return None
+    why = f"holds up {describe(parent)}, which depends on it: {reason}"
+    return ObjectState(key, state, why, _since(obj, state), parent)
+
+
+def _ready(obj: Mapping[str, Any]) -> bool:
+    ready = condition(obj, "Ready")
+    return ready is not None and ready["status"] == "True"
+
+
+def _none(obj: Mapping[str, Any], ctx: Asked) -> list[Key]:
     return []
 
 
-def _applied(obj: Mapping[str, Any], view: Tree) -> list[Key]:
+def _applied(obj: Mapping[str, Any], ctx: Asked) -> list[Key]:
     return inventory(obj) if obj["apiVersion"].startswith(f"{KUSTOMIZE_GROUP}/") else []
 
 
-def _installed(obj: Mapping[str, Any], view: Tree) -> list[Key]:
+def _installed(obj: Mapping[str, Any], ctx: Asked) -> list[Key]:
     """The workloads a HelmRelease installed, in the namespaces its releases live in."""
     key = key_of(obj)
     namespaces = sorted({r.namespace for r in release_keys(obj)} | {key.namespace})
@@ -142,18 +171,25 @@ def _installed(obj: Mapping[str, Any], view: Tree) -> list[Key]:
         key_of(workload)
         for namespace in namespaces
         for kind in WORKLOAD_KINDS
-        for workload in view.in_namespace("apps", kind, namespace)
-        if release_of(view, workload) == key
+        for workload in ctx.view.in_namespace("apps", kind, namespace)
+        if release_of(ctx.view, workload) == key
     ]
 
 
-def _pods(obj: Mapping[str, Any], view: Tree) -> list[Key]:
+def _pods(obj: Mapping[str, Any], ctx: Asked) -> list[Key]:
+    """The workload's Pods, from an index of its namespace's Pods by owner built once a walk."""
     key = key_of(obj)
-    found = view.in_namespace("", "Pod", key.namespace)
-    return sorted(key_of(pod) for pod in found if owner_workload(pod, view.get) == key)
+    owners = ctx.pods.get(key.namespace)
+    if owners is None:
+        owners = ctx.pods[key.namespace] = {}
+        for pod in ctx.view.in_namespace("", "Pod", key.namespace):
+            owner = owner_workload(pod, ctx.view.get)
+            if owner is not None:
+                owners.setdefault(owner, []).append(key_of(pod))
+    return sorted(owners.get(key, ()))
 
 
-_CHILDREN: Mapping[str, Callable[[Mapping[str, Any], Tree], list[Key]]] = {
+_CHILDREN: Mapping[str, Callable[[Mapping[str, Any], Asked], list[Key]]] = {
     "Kustomization": _applied,
     "HelmRelease": _installed,
     **dict.fromkeys(WORKLOAD_KINDS, _pods),
