@@ -115,6 +115,8 @@ class Churn:
     broken_pods: set[tuple[str, str]] = field(default_factory=set)
     reconciling: set[tuple[str, str]] = field(default_factory=set)
     steps: dict[str, int] = field(default_factory=dict)
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+    """The time the changes are written at (bench/synthetic.py writes them on a clock of its own)."""
 
     def __post_init__(self) -> None:
         self.rng = random.Random(self.seed)
@@ -153,7 +155,7 @@ class Churn:
         """Writes the Pod's status; returns (sent, accepted): the time just before the PATCH
         was sent and the time its 200 answer arrived (the API server had committed it)."""
         app = name.rsplit("-", 2)[0]
-        now = datetime.now(UTC)
+        now = self.clock()
         status = self.cluster.pod_status(
             f"ghcr.io/acme/{app}:v1.{sha(app)[:2]}.0", ready=not broken, since=rfc3339(now)
         )
@@ -170,7 +172,7 @@ class Churn:
     async def flip_reconciling(self) -> None:
         key = self.rng.choice(self.kustomizations)
         namespace, name = key
-        now = rfc3339(datetime.now(UTC))
+        now = rfc3339(self.clock())
         if key in self.reconciling:
             self.reconciling.discard(key)
             conditions = [self._cond("Ready", "True", "ReconciliationSucceeded", "Applied revision", now)]
@@ -193,7 +195,7 @@ class Churn:
         (namespace, repo), users = self.rng.choice(sorted(self.repos.items()))
         step = self.steps[repo] = self.steps.get(repo, 0) + 1
         revision = self.cluster.git_revision(repo, step)
-        now = rfc3339(datetime.now(UTC))
+        now = rfc3339(self.clock())
         artifact = {
             "revision": revision,
             "digest": f"sha256:{sha(revision)}{sha(repo)[:24]}",
@@ -238,7 +240,7 @@ class Churn:
         }
 
     async def renew_leases(self) -> None:
-        renewed = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        renewed = self.clock().strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         for name in CONTROLLERS:
             lease = {
                 "apiVersion": "coordination.k8s.io/v1",

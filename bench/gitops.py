@@ -8,6 +8,36 @@ from datetime import datetime
 
 from bench.kinds import API_VERSIONS, CONTROLLERS, Obj, sha
 
+FAILING_GITOPS = 100
+"""In a cluster built with `failing`, one GitOps object in N of each kind in FAILURES is failing."""
+FAILURES: dict[str, tuple[str, str, str]] = {
+    "GitRepository": (
+        "GitOperationFailed",
+        "failed to checkout and determine revision: unable to clone '{url}': ssh: handshake failed: EOF",
+        "FetchFailed",
+    ),
+    "Kustomization": (
+        "HealthCheckFailed",
+        "health check failed after 5m0s: timeout waiting for: "
+        "[Deployment/{namespace}/app status: 'InProgress']",
+        "",
+    ),
+    "HelmRelease": (
+        "UpgradeFailed",
+        "Helm upgrade failed for release {namespace}/{name} with chart podinfo@6.5.4: "
+        "context deadline exceeded",
+        "Released",
+    ),
+    "Terraform": (
+        "TFExecApplyFailed",
+        "error running Apply: rpc error: code = Internal desc = exit status 1",
+        "Apply",
+    ),
+}
+"""Kind -> (Ready's reason, its message, a second condition the controller sets with it): what
+source-controller, kustomize-controller, helm-controller and tofu-controller write on failure.
+FetchFailed is True while a fetch fails; Released and Apply turn False with Ready."""
+
 
 class GitOps:
     """Mixed into Cluster: the GitOps objects, named and wired by index so every reference
@@ -16,6 +46,7 @@ class GitOps:
     count: dict[str, int]
     namespaces: list[str]
     now: datetime
+    failing: bool
 
     def ago(self, **delta: float) -> str:
         raise NotImplementedError
@@ -40,6 +71,21 @@ class GitOps:
         if generation is not None:
             out["observedGeneration"] = generation
         return out
+
+    def judged(self, obj: Obj, index: int) -> Obj:
+        """`obj`, or the failing version of it for one in FAILING_GITOPS of a kind in FAILURES."""
+        failure = FAILURES.get(obj["kind"])
+        if not self.failing or failure is None or index % FAILING_GITOPS != FAILING_GITOPS // 2:
+            return obj
+        reason, template, second = failure
+        meta = obj["metadata"]
+        message = template.format(url=obj["spec"].get("url", ""), **meta)
+        flag = "True" if second == "FetchFailed" else "False"
+        conditions = [self._cond("Ready", "False", reason, message, 1)]
+        if second:
+            conditions.append(self._cond(second, flag, reason, message, 1))
+        obj["status"]["conditions"] = conditions
+        return obj
 
     def _source(self, kind: str, name: str, namespace: str, spec: Obj, revision: str) -> Obj:
         return {

@@ -6,7 +6,10 @@ stalewatch's initial sync (3 runs each, alternating); with stalewatch running me
 it (sync, RSS, scrape); with both running, their CPU over the same windows, idle and then under
 churn, each scraped as a Prometheus would and asked nothing else (`bench/cpu.py`); with
 kube-state-metrics stopped, stalewatch's detection latency under churn, its own window; finally
-the pure pipeline on the recorded stream, pinned to one core.
+the pure pipeline on the recorded stream, pinned to one core, and the old code's pipeline beside
+this code's on the same recording (bench/compare.py). After the sizes, the maximum-size cluster
+(150,000 Pods, 50,000 GitOps objects) from a synthetic stream made with the largest size's
+recording (bench/synthetic.py, bench/envelope.py).
 
 Usage: python -m bench.run --sizes 1000,10000,50000 [--ksm PATH] [--out bench/results]
 """
@@ -31,7 +34,8 @@ from typing import Any
 import aiohttp
 import orjson
 
-from bench import cpu, procs
+from bench import cpu, procs, synthetic
+from bench.compare import OLD_REF
 from bench.generate import Churn, client_for, populate
 from bench.kinds import CONTROLLERS
 from bench.pipeline import NO_TIMEOUT, record
@@ -322,22 +326,46 @@ async def measure_processes(
     return result
 
 
-async def run_pipeline(stream: Path) -> dict[str, Any]:
-    """The pure pipeline on a recorded stream, in its own process pinned to one core."""
-    log(f"pipeline on {stream} (one core)")
+async def python(*args: str) -> dict[str, Any]:
+    """`python -m ARGS` in a process of its own; its one line of JSON."""
     done = await asyncio.to_thread(
-        subprocess.run,
-        [sys.executable, "-m", "bench.pipeline", str(stream)],
-        cwd=procs.ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
+        subprocess.run, [sys.executable, "-m", *args], cwd=procs.ROOT, capture_output=True, text=True
     )
+    if done.returncode != 0:
+        raise RuntimeError(f"python -m {' '.join(args)} exited {done.returncode}: {done.stderr[-3000:]}")
     result: dict[str, Any] = orjson.loads(done.stdout)
     return result
 
 
-async def bench_size(size: int, *, ksm: Path | None, workdir: Path) -> dict[str, Any]:
+async def run_pipeline(stream: Path) -> dict[str, Any]:
+    """The pure pipeline on a recorded stream, in its own process pinned to one core."""
+    log(f"pipeline on {stream} (one core)")
+    return await python("bench.pipeline", str(stream))
+
+
+async def run_compare(stream: Path, *, old: str) -> dict[str, Any]:
+    """The old and the new code on the same recording, alternating (bench/compare.py)."""
+    log(f"old ({old}) and new code side by side on {stream}")
+    return await python("bench.compare", str(stream), "--old", old)
+
+
+async def run_envelope(workdir: Path, served_from: Path, *, pods: int, gitops: int) -> dict[str, Any]:
+    """The maximum-size cluster from a synthetic stream (bench/synthetic.py, bench/envelope.py),
+    its API-server additions taken from `served_from`, a real recording of this run."""
+    stream = workdir / "stream.jsonl"
+    log(f"envelope: writing a synthetic stream of {pods:,} Pods and {gitops:,} GitOps objects")
+    made = ["--pods", str(pods), "--gitops", str(gitops), "--served-from", str(served_from)]
+    result: dict[str, Any] = {"stream": await python("bench.synthetic", str(stream), *made)}
+    result["calibration"] = {"real": synthetic.sizes(served_from), "synthetic": synthetic.sizes(stream)}
+    log("envelope: the pipeline on it (one core)")
+    result["pipeline"] = await python("bench.envelope", "pipeline", str(stream))
+    log("envelope: held by the watcher's reflectors and live model, then its churn played in real time")
+    result["live"] = await python("bench.envelope", "live", str(stream))
+    result["load_average"] = os.getloadavg()
+    return result
+
+
+async def bench_size(size: int, *, ksm: Path | None, workdir: Path, old: str | None) -> dict[str, Any]:
     plane = await asyncio.to_thread(start_plane)
     result: dict[str, Any] = {"size": size}
     try:
@@ -373,6 +401,9 @@ async def bench_size(size: int, *, ksm: Path | None, workdir: Path) -> dict[str,
         await asyncio.to_thread(plane.stop)
     # after the API server and etcd are gone: nothing else may run on the pipeline's core
     result["pipeline"] = await run_pipeline(stream)
+    if old is not None:
+        result["compare"] = await run_compare(stream, old=old)
+    result["load_average"] = os.getloadavg()
     return result
 
 
@@ -415,6 +446,7 @@ def machine(ksm: Path | None) -> dict[str, Any]:
         "controlplane": bins.name,
         "kube_state_metrics": ksm.parent.name if ksm else None,
         "kernel": platform.release(),
+        "load_average_start": os.getloadavg(),
     }
 
 
@@ -429,9 +461,16 @@ async def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--pipeline-only",
         action="store_true",
-        help="re-measure only the pipeline on the streams a previous run recorded in --workdir",
+        help="re-measure only the pipeline (and the old code beside it) on the streams a previous run "
+        "recorded in --workdir, and the envelope",
     )
+    parser.add_argument("--old", default=OLD_REF, help="the old code to measure beside this one")
+    parser.add_argument("--no-compare", action="store_true", help="measure only this code's pipeline")
+    parser.add_argument("--envelope-pods", type=int, default=synthetic.PODS)
+    parser.add_argument("--envelope-gitops", type=int, default=synthetic.GITOPS)
+    parser.add_argument("--no-envelope", action="store_true", help="skip the synthetic maximum-size cluster")
     args = parser.parse_args(argv)
+    old = None if args.no_compare else args.old
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     args.out.mkdir(parents=True, exist_ok=True)
     args.workdir.mkdir(parents=True, exist_ok=True)
@@ -447,8 +486,12 @@ async def main(argv: list[str] | None = None) -> int:
         for size in sizes:
             path = args.out / f"size-{size}.json"
             result = orjson.loads(path.read_bytes())
-            result["pipeline"] = await run_pipeline(args.workdir / str(size) / "stream.jsonl")
+            stream = args.workdir / str(size) / "stream.jsonl"
+            result["pipeline"] = await run_pipeline(stream)
+            if old is not None:
+                result["compare"] = await run_compare(stream, old=old)
             path.write_bytes(orjson.dumps(result, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
+        await envelope(args, sizes)
         return 0
     (args.workdir / "baseline").mkdir(parents=True, exist_ok=True)
     log("baseline: stalewatch on an API server with only the CRDs")
@@ -457,11 +500,26 @@ async def main(argv: list[str] | None = None) -> int:
     (args.out / "machine.json").write_bytes(orjson.dumps(info, option=orjson.OPT_INDENT_2))
     for size in sizes:
         (args.workdir / str(size)).mkdir(parents=True, exist_ok=True)
-        result = await bench_size(size, ksm=args.ksm, workdir=args.workdir / str(size))
+        result = await bench_size(size, ksm=args.ksm, workdir=args.workdir / str(size), old=old)
         path = args.out / f"size-{size}.json"
         path.write_bytes(orjson.dumps(result, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
         log(f"{size}: wrote {path}")
+    await envelope(args, sizes)
     return 0
+
+
+async def envelope(args: argparse.Namespace, sizes: list[int]) -> None:
+    """The synthetic maximum-size cluster, from the largest size's recording."""
+    if args.no_envelope or not sizes:
+        return
+    served_from = args.workdir / str(max(sizes)) / "stream.jsonl"
+    (args.workdir / "envelope").mkdir(parents=True, exist_ok=True)
+    result = await run_envelope(
+        args.workdir / "envelope", served_from, pods=args.envelope_pods, gitops=args.envelope_gitops
+    )
+    path = args.out / "envelope.json"
+    path.write_bytes(orjson.dumps(result, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
+    log(f"envelope: wrote {path}")
 
 
 if __name__ == "__main__":

@@ -60,9 +60,42 @@ FIELD_MANAGERS: dict[str, tuple[str, str]] = {
 FLUX_MANAGER = ("kustomize-controller", "gotk-controller")
 
 
+GITOPS_KINDS = (
+    "GitRepository",
+    "OCIRepository",
+    "HelmRepository",
+    "Bucket",
+    "HelmChart",
+    "Kustomization",
+    "HelmRelease",
+    "Terraform",
+)
+"""The Flux kinds and Terraform: the GitOps objects of the mix."""
+
+FAILING_PODS: dict[str, tuple[int, int]] = {
+    "ImagePullBackOff": (150, 75),
+    "CrashLoopBackOff": (200, 33),
+    "OOMKilled": (500, 111),
+    "Unschedulable": (500, 222),
+}
+"""In a cluster built with `failing`, one application Pod in N is in each of these states:
+(N, which one of each N); about 1.7% of the Pods in all."""
+
+
 def counts(size: int) -> dict[str, int]:
     """Objects per kind for a cluster of about `size` objects (at least one of each)."""
     return {kind: max(1, round(size * share)) for kind, share in MIX.items()}
+
+
+def envelope(pods: int, gitops: int) -> dict[str, int]:
+    """Objects per kind for `pods` Pods and `gitops` GitOps objects: the GitOps kinds in MIX's
+    proportions among themselves, the Pods' Deployments, ReplicaSets, Events and Leases in
+    MIX's proportions to the Pods."""
+    flux = sum(MIX[kind] for kind in GITOPS_KINDS)
+    return {
+        kind: max(1, round((gitops * share / flux) if kind in GITOPS_KINDS else pods * share / MIX["Pod"]))
+        for kind, share in MIX.items()
+    }
 
 
 @dataclass
@@ -72,10 +105,15 @@ class Cluster(GitOps):
     size: int
     now: datetime
     seed: int = 7
+    mix: dict[str, int] | None = None
+    """Objects per kind, instead of counts(size) (bench/synthetic.py: envelope())."""
+    failing: bool = False
+    """Some Pods and GitOps objects failing (FAILING_PODS, FAILING_GITOPS); the clusters created
+    in the API server start healthy, and churn breaks their Pods."""
 
     def __post_init__(self) -> None:
         self.rng = random.Random(self.seed)
-        self.count = counts(self.size)
+        self.count = self.mix or counts(self.size)
         self.namespaces = [f"team-{i:03d}" for i in range(max(1, self.size // 250))]
         self.uids: dict[tuple[str, str, str], str] = {}
 
@@ -97,7 +135,8 @@ class Cluster(GitOps):
 
     def phase(self, kinds: tuple[str, ...]) -> Iterator[Obj]:
         for kind in kinds:
-            yield from getattr(self, f"_{kind.lower()}s")()
+            for index, obj in enumerate(getattr(self, f"_{kind.lower()}s")()):
+                yield self.judged(obj, index)
 
     # -- Workloads ---------------------------------------------------------------------------
 
@@ -233,12 +272,25 @@ class Cluster(GitOps):
             for r in range(replicas)
         ]
 
+    def pod_failure(self, index: int) -> str | None:
+        """The failing state of the index-th application Pod, if it is one (FAILING_PODS)."""
+        if self.failing:
+            for state, (every, which) in FAILING_PODS.items():
+                if index % every == which:
+                    return state
+        return None
+
     def _pods(self) -> Iterator[Obj]:
+        index = -len(CONTROLLERS)
         for namespace, app, replicas in self._deployment_names():
             template_hash = sha(app)[:10]
             spec = self._pod_spec(app)
             for r in range(replicas):
                 name = f"{app}-{template_hash}-{sha(app, r)[:5]}"
+                node = f"node-{self.rng.randrange(200):03d}"
+                failing = self.pod_failure(index) if index >= 0 else None
+                index += 1
+                image = spec["containers"][0]["image"]
                 yield {
                     "apiVersion": "v1",
                     "kind": "Pod",
@@ -248,17 +300,43 @@ class Cluster(GitOps):
                         "labels": {"app.kubernetes.io/name": app, "pod-template-hash": template_hash},
                         "ownerReferences": [self.owner("ReplicaSet", namespace, f"{app}-{template_hash}")],
                     },
-                    "spec": {**spec, "nodeName": f"node-{self.rng.randrange(200):03d}"},
-                    "status": self.pod_status(spec["containers"][0]["image"], ready=True, ip=r),
+                    "spec": spec if failing == "Unschedulable" else {**spec, "nodeName": node},
+                    "status": self.pod_status(image, ready=failing is None, ip=r, failing=failing),
                 }
 
-    def pod_status(self, image: str, *, ready: bool, ip: int = 0, since: str | None = None) -> Obj:
-        """A kubelet-written status: Running and Ready, or waiting in ImagePullBackOff."""
+    def pod_status(
+        self, image: str, *, ready: bool, ip: int = 0, since: str | None = None, failing: str | None = None
+    ) -> Obj:
+        """A kubelet-written status: Running and Ready, or failing (ImagePullBackOff unless
+        `failing` names another of FAILING_PODS; an Unschedulable Pod has only the scheduler's
+        condition)."""
         started = self.ago(hours=20)
+        if failing == "Unschedulable":
+            return self._unschedulable(since or self.ago(hours=1))
         flag = "True" if ready else "False"
         when = since or started
+        restarts, last = 0, {}
         if ready:
             state: Obj = {"running": {"startedAt": started}}
+        elif failing in ("CrashLoopBackOff", "OOMKilled"):
+            restarts = 14
+            finished = self.ago(minutes=3)
+            state = {
+                "waiting": {
+                    "reason": "CrashLoopBackOff",
+                    "message": "back-off 5m0s restarting failed container=app",
+                }
+            }
+            oom = failing == "OOMKilled"
+            last = {
+                "terminated": {
+                    "exitCode": 137 if oom else 1,
+                    "reason": "OOMKilled" if oom else "Error",
+                    "startedAt": self.ago(minutes=4),
+                    "finishedAt": finished,
+                    "containerID": f"containerd://{sha(image, ip, 'last')}{sha(ip)[:24]}",
+                }
+            }
         else:
             state = {
                 "waiting": {
@@ -294,11 +372,24 @@ class Cluster(GitOps):
                     "containerID": f"containerd://{sha(image, ip)}{sha(ip)[:24]}",
                     "ready": ready,
                     "started": ready,
-                    "restartCount": 0,
+                    "restartCount": restarts,
                     "state": state,
-                    "lastState": {},
+                    "lastState": last,
                 }
             ],
+        }
+
+    def _unschedulable(self, since: str) -> Obj:
+        """What the scheduler writes for a Pod no node can take: phase Pending, PodScheduled False."""
+        message = (
+            "0/200 nodes are available: 200 Insufficient memory. preemption: 0/200 nodes are "
+            "available: 200 No preemption victims found for incoming pod."
+        )
+        scheduled = {"type": "PodScheduled", "status": "False", "lastTransitionTime": since}
+        return {
+            "phase": "Pending",
+            "conditions": [{**scheduled, "reason": "Unschedulable", "message": message}],
+            "qosClass": "Burstable",
         }
 
     def _leases(self) -> Iterator[Obj]:

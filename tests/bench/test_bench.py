@@ -8,15 +8,13 @@ the CPU windows measure a running process idle and under churn while only scrapi
 the live profile's stacks are attributed to the job they belong to, and the report renders
 results into BENCHMARKS.md's tables.
 
-The benchmark's cluster has its own flux-system controllers, so it gets its own API server
-instead of the session one other tests share.
+The API server, the tiny cluster and a recording from it are tests/bench/conftest.py's.
 """
 
 from __future__ import annotations
 
 import asyncio
 import fcntl
-from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -27,36 +25,14 @@ import yaml
 
 from bench import cpu, liveprofile, pipeline, procs, report, run
 from bench.barelist import main as barelist_main
-from bench.generate import Churn, client_for, populate
+from bench.generate import Churn
 from bench.kinds import API_VERSIONS, CONTROLLERS
 from bench.workload import MIX, Cluster, counts
+from tests.bench.conftest import SIZE
 from tests.controlplane.harness import ControlPlane, free_port
 from tests.kubeclient import Kube
 
-SIZE = 60
 GOLDEN = Path(__file__).parent / "golden"
-
-
-@pytest.fixture(scope="module")
-def plane() -> Iterator[ControlPlane]:
-    started = run.start_plane()
-    try:
-        yield started
-    finally:
-        started.stop()
-
-
-@pytest.fixture(scope="module")
-async def kube(plane: ControlPlane) -> AsyncIterator[Kube]:
-    async with await client_for(plane.kubeconfig) as api:
-        yield Kube(api)
-
-
-@pytest.fixture(scope="module")
-async def cluster(kube: Kube) -> Cluster:
-    built = Cluster(SIZE, datetime.now(UTC))
-    await populate(kube, built)
-    return built
 
 
 @pytest.mark.parametrize("size", [pytest.param(s, id=f"{s}-objects") for s in (1000, 10_000, 50_000)])
@@ -280,7 +256,8 @@ def test_ksm_config_exports_one_info_series_per_flux_kind_with_ready_and_revisio
 def test_report_renders_results_into_the_tables_between_the_markers() -> None:
     machine = orjson.loads((GOLDEN / "machine.json").read_bytes())
     results = [orjson.loads((GOLDEN / "size-1000.json").read_bytes())]
-    block = report.render(machine, results)
+    envelope = orjson.loads((GOLDEN / "envelope.json").read_bytes())
+    block = report.render(machine, results, envelope)
     assert block == (GOLDEN / "report.md").read_text().rstrip("\n")
     document = "# Benchmarks\n\nprose\n\n" + report.BEGIN + "\nold\n" + report.END + "\n\nmore prose\n"
     assert report.splice(document, block) == "# Benchmarks\n\nprose\n\n" + block + "\n\nmore prose\n"

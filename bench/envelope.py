@@ -1,0 +1,211 @@
+"""The maximum-size cluster from its synthetic stream (bench/synthetic.py): memory, throughput, detection.
+
+Two processes, each pinned to one CPU, on the same stream:
+
+  * pipeline: bench/pipeline.py's passes, timed in CPU seconds as for the recorded sizes (as the
+    watcher evaluates, once per 50 ms of work, best of three; after every event; ingest only),
+    and its churn-event and incident costs with the whole cluster loaded;
+  * live: stalewatch's own watch-side objects, without a socket: one Reflector per watched kind,
+    each fed its kind's lines through the reflector's line handling (Reflector._event: decode,
+    its key store, the sink), into a LiveModel (the watcher's debounced evaluation loop) with
+    WorkloadUnhealthy at 0 s as bench/procs.py runs stalewatch. The initial replay ends with the
+    reflectors' commit (what a completed list does) and one evaluation, which freezes the cache as
+    the watcher does; RSS is read then, with stalewatch's whole import footprint loaded
+    (watcher.app). Then the churn tail is played in real time, each line at its time in the
+    sidecar, while LiveModel.run() evaluates as it does live. A probe is a line that breaks a
+    healthy Pod: its detection latency is from the moment that line was due (its arrival;
+    a line the busy loop takes later still counts from then) to the end of the first
+    evaluation whose findings name the Pod as WorkloadUnhealthy (the one the watcher would serve).
+
+Usage: python -m bench.envelope pipeline|live STREAM
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import gc
+import os
+import statistics
+import sys
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from bench import pipeline, side
+
+
+def throughput(stream: Path) -> dict[str, Any]:
+    lines = stream.read_bytes().splitlines()
+    now, ended = side.clocks(pipeline, stream, lines)
+    watched = pipeline.watch_lines(lines)
+    del lines
+    gc.collect()
+    live = min(pipeline.stalewatch_pass(watched, evaluate="live", now=now) for _ in range(3))
+    each = pipeline.stalewatch_pass(watched, evaluate="each", now=now)
+    ingest = pipeline.stalewatch_pass(watched, evaluate="end", now=now)
+    events = len(watched)
+    return {
+        "events": events,
+        "stalewatch_events_per_s": events / live,
+        "stalewatch_each_events_per_s": events / each,
+        "stalewatch_ingest_events_per_s": events / ingest,
+        **pipeline.scaling(watched, now=now, ended=ended),
+    }
+
+
+def _probe_names(evaluation: Any) -> set[tuple[str, str]]:
+    """(namespace, name) of every Pod a WorkloadUnhealthy finding names (subject or affected)."""
+    names = set()
+    for finding in evaluation.findings:
+        if finding.type == "WorkloadUnhealthy":
+            for subject in (finding.subject, *finding.affected):
+                if subject["kind"] == "Pod":
+                    names.add((subject["namespace"], subject["name"]))
+    return names
+
+
+def live(stream: Path) -> dict[str, Any]:
+    import watcher.app  # noqa: F401  (stalewatch run's whole import footprint, as its RSS has)
+    from watcher.kube.live import LiveModel
+    from watcher.kube.reflector import Link, Reflector, WatchOptions
+    from watcher.model.types import ModelConfig, Thresholds
+    from watcher.telemetry import Telemetry
+
+    sidecar = orjson.loads(stream.with_suffix(".json").read_bytes())
+    now = datetime.fromisoformat(sidecar["now"])
+    begun: float | None = None
+
+    def clock() -> datetime:
+        return now if begun is None else now + timedelta(seconds=time.monotonic() - begun)
+
+    pending: dict[tuple[str, str], float] = {}
+    latencies: list[float] = []
+    evaluations = 0
+
+    class Timed(LiveModel):
+        def evaluate(self) -> Any:
+            nonlocal evaluations
+            evaluation = super().evaluate()
+            done = time.monotonic()
+            evaluations += 1
+            if pending and evaluation is not None:
+                for pod in _probe_names(evaluation) & pending.keys():
+                    latencies.append(done - pending.pop(pod))
+                if not pending:
+                    seen.set()
+            return evaluation
+
+    tail_start = sidecar["tail_start"]
+    probes = {index: (namespace, name) for index, namespace, name in sidecar["probes"]}
+    tail: list[tuple[float, str, bytes, tuple[str, str] | None]] = []
+    with stream.open("rb") as lines:
+        for index, raw in enumerate(lines):
+            if index >= tail_start:
+                line = raw.rstrip(b"\n")
+                written = orjson.loads(line)["object"]
+                at = sidecar["tail_times"][index - tail_start]
+                tail.append((at, written["apiVersion"] + "/" + written["kind"], line, probes.get(index)))
+    gc.collect()
+    rss_imports = side.rss()
+    telemetry = Telemetry()
+    thresholds = dataclasses.replace(Thresholds(), workload_unhealthy=timedelta(0))
+    model = Timed(ModelConfig(thresholds=thresholds), telemetry, clock=clock)
+    link = Link(telemetry, lambda up: None)
+    reflectors = {
+        resource.api_version + "/" + resource.kind: Reflector(
+            None, resource, model, telemetry, link, options=WatchOptions()
+        )
+        for resource in pipeline.watched()
+    }
+    telemetry.up = telemetry.started = True
+    model.collections.defer()
+    started = time.process_time()
+    with stream.open("rb") as lines:
+        for index, raw in enumerate(lines):
+            if index == tail_start:
+                break
+            line = raw.rstrip(b"\n")
+            written = orjson.loads(line)["object"]
+            reflectors[written["apiVersion"] + "/" + written["kind"]]._event(line)
+            del written
+    for reflector in reflectors.values():
+        reflector._commit(reflector._keys, {}, reflector.rv or "", "initial")
+    model.evaluate()
+    replay_cpu = time.process_time() - started
+    assert model.collections.frozen, "the first evaluation after the sync freezes the cache"
+    synced = {"objects": telemetry.objects(), "rss_bytes": side.rss(), "replay_cpu_seconds": replay_cpu}
+    synced["rss_bytes_above_imports"] = synced["rss_bytes"] - rss_imports
+    latest = model.latest
+    synced["findings"] = len(latest.findings) if latest is not None else 0
+
+    seen = asyncio.Event()
+
+    async def churn() -> dict[str, Any]:
+        nonlocal begun
+        runner = asyncio.create_task(model.run())
+        cpu = time.process_time()
+        begun = start = time.monotonic()
+        for at, kind, line, probe in tail:
+            delay = start + at - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            if probe is not None:
+                pending[probe] = start + at
+                seen.clear()
+            reflectors[kind]._event(line)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(seen.wait(), 5)  # the last probes' evaluation
+        elapsed = time.monotonic() - start
+        spent = time.process_time() - cpu
+        runner.cancel()
+        return {"seconds": elapsed, "cpu_seconds": spent, "cpu_cores": spent / elapsed}
+
+    window = asyncio.run(churn())
+    ordered = sorted(latencies)
+    return {
+        **synced,
+        "rss_bytes_imports": rss_imports,
+        "tail_bytes_held": sum(len(line) for _, _, line, _ in tail),
+        "churn": {
+            **window,
+            "events": len(tail),
+            "events_per_s": len(tail) / sidecar["churn_seconds"],
+            "evaluations": evaluations,
+            "rss_bytes": side.rss(),
+        },
+        "detection": {
+            "probes": len(probes),
+            "seen": len(ordered),
+            "unseen": len(pending),
+            "p50_seconds": statistics.median(ordered) if ordered else None,
+            "p99_seconds": pipeline_pct(ordered, 0.99),
+            "max_seconds": ordered[-1] if ordered else None,
+        },
+    }
+
+
+def pipeline_pct(ordered: list[float], q: float) -> float | None:
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] if ordered else None
+
+
+MODES = {"pipeline": throughput, "live": live}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2 or args[0] not in MODES:
+        sys.stderr.write(f"usage: python -m bench.envelope {'|'.join(MODES)} STREAM\n")
+        return 2
+    os.sched_setaffinity(0, {max(os.sched_getaffinity(0))})
+    result = MODES[args[0]](Path(args[1]))
+    sys.stdout.write(orjson.dumps(result).decode() + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,169 @@
+"""The report's tables for the old-versus-new comparison (bench/compare.py) and the maximum-size
+cluster (bench/envelope.py); bench/report.py places them. Every number comes from a results file."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from bench.compare import TARGETS
+from bench.workload import GITOPS_KINDS
+
+COMPARED: dict[str, tuple[str, str, str]] = {
+    "events_per_s": ("pipeline as the watcher runs it (evaluation per 50 ms)", ",.0f", " ev/s"),
+    "each_events_per_s": ("pipeline, an evaluation after every event", ",.0f", " ev/s"),
+    "ingest_events_per_s": ("ingest, one evaluation at the end", ",.0f", " ev/s"),
+    "churn_event_us_mean": ("churn event with the cluster loaded, mean", ",.0f", " µs"),
+    "churn_event_us_p99": ("churn event with the cluster loaded, p99", ",.0f", " µs"),
+    "incident_first_evaluate_ms": ("incident: first evaluation", ",.1f", " ms"),
+    "incident_event_ms_mean": ("incident: churn event, mean", ",.2f", " ms"),
+    "rss_bytes_per_object": ("RSS per object held after the replay", ",.0f", " B"),
+}
+"""Per compared target: its label, number format and unit (every one of compare.TARGETS)."""
+assert set(COMPARED) == set(TARGETS)
+
+
+def _fmt(value: Any, spec: str, unit: str = "") -> str:
+    return "n/a" if value is None else f"{value:{spec}}{unit}"
+
+
+def noise(compared: dict[str, Any], key: str) -> float:
+    """The larger of the two trees' own spreads over their rounds, for this target."""
+    return max(compared[side].get(f"{key}_spread", 0.0) for side in ("old", "new"))
+
+
+def regressions(results: Sequence[dict[str, Any]]) -> list[tuple[int, str, float, float]]:
+    """(size, target, change, noise) wherever the new code is worse by more than the noise."""
+    out = []
+    for result in results:
+        compared = result.get("compare")
+        for key, change in (compared or {}).get("change", {}).items():
+            if change < -noise(compared, key):
+                out.append((result["size"], key, change, noise(compared, key)))
+    return out
+
+
+def compare_table(results: Sequence[dict[str, Any]]) -> list[str]:
+    compared = [r for r in results if r.get("compare")]
+    if not compared:
+        return []
+    first = compared[0]["compare"]
+    out = [
+        "### Old and new code on the same recording, in the same run",
+        "",
+        f"Old: `{first['old']['commit'][:7]}`; new: `{first['new']['commit'][:12]}`. Each tree's own "
+        f"bench/pipeline.py on one core, the trees alternating, {first['rounds']} rounds each; the "
+        "median of the rounds. Change: positive when the new code is better. Noise: the larger "
+        "spread (max - min over median) of either tree's own rounds.",
+        "",
+        "| objects | target | old | new | change | noise |",
+        "| ---: | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for result in compared:
+        c = result["compare"]
+        for key, (label, spec, unit) in COMPARED.items():
+            change = c["change"].get(key)
+            out.append(
+                f"| {result['size']:,} | {label} | {_fmt(c['old'].get(key), spec, unit)} | "
+                f"{_fmt(c['new'].get(key), spec, unit)} | {_fmt(change, '+.1%')} | "
+                f"{_fmt(noise(c, key), '.1%')} |"
+            )
+    return [*out, ""]
+
+
+def envelope_targets(
+    envelope: dict[str, Any] | None,
+) -> list[tuple[str, str, float | None, bool | None, str]]:
+    """The maximum-size cluster's targets: (name, wanted, measured, met, format)."""
+    if not envelope:
+        return []
+    live, pipe = envelope.get("live", {}), envelope.get("pipeline", {})
+    rss = max(live.get("rss_bytes", 0), live.get("churn", {}).get("rss_bytes", 0)) / 2**20 or None
+    rate = pipe.get("stalewatch_events_per_s")
+    p99 = live.get("detection", {}).get("p99_seconds")
+    made = envelope.get("stream", {})
+    name = f"{made.get('pods', 0) / 1000:,.0f}k Pods + {made.get('gitops', 0) / 1000:,.0f}k GitOps (stream)"
+    return [
+        (f"{name}: RSS holding them, MiB", "<= 1,024", rss,
+         None if rss is None else rss <= 1024, ",.0f"),
+        (f"{name}: pipeline as the watcher runs it", ">= 30,000 events/s", rate,
+         None if rate is None else rate >= 30_000, ",.0f"),
+        (f"{name}: detection p99, line arrived -> evaluation names it", "<= 1 s",
+         p99, None if p99 is None else p99 <= 1, ".2f"),
+    ]  # fmt: skip
+
+
+def envelope_table(envelope: dict[str, Any] | None) -> list[str]:
+    if not envelope:
+        return []
+    stream, pipe, live = envelope["stream"], envelope["pipeline"], envelope["live"]
+    churn, detection = live["churn"], live["detection"]
+    objects = stream["objects"]
+    gitops = sum(objects.get(k, 0) for k in GITOPS_KINDS)
+    pods, others = objects.get("Pod", 0), sum(objects.values()) - objects.get("Pod", 0) - gitops
+
+    def rate(key: str) -> str:
+        return _fmt(pipe.get(key), ",.0f", " ev/s")
+
+    def mib(value: float) -> str:
+        return _fmt(value / 2**20, ",.0f", " MiB")
+
+    churn_event = f"{_fmt(pipe.get('churn_event_us_mean'), ',.0f')} / "
+    churn_event += _fmt(pipe.get("churn_event_us_p99"), ",.0f", " µs")
+    incident = f"{_fmt(pipe.get('incident_findings'), ',.0f')} / "
+    incident += f"{_fmt(pipe.get('incident_first_evaluate_ms'), ',.0f', ' ms')} / "
+    incident += _fmt(pipe.get("incident_event_ms_mean"), ",.1f", " ms")
+    per_object = live["rss_bytes_above_imports"] / live["objects"]
+    seconds, seen, load = churn["seconds"], detection["seen"], envelope.get("load_average", ())
+    quantiles = " / ".join(_fmt(detection.get(f"{q}_seconds"), ".3f", " s") for q in ("p50", "p99", "max"))
+    rows = [
+        ("Pods / GitOps objects / others in the stream", f"{pods:,} / {gitops:,} / {others:,}"),
+        ("of the Pods, failing from the start", f"{stream['failing_pods']:,}"),
+        ("events (ADDED, then churn as MODIFIED)", f"{stream['lines']:,}"),
+        ("pipeline as the watcher runs it (evaluation per 50 ms, one core)", rate("stalewatch_events_per_s")),
+        ("pipeline, an evaluation after every event", rate("stalewatch_each_events_per_s")),
+        ("ingest, one evaluation at the end", rate("stalewatch_ingest_events_per_s")),
+        ("churn event with the cluster loaded, mean / p99", churn_event),
+        ("incident (every controller down): findings / first evaluation / churn event", incident),
+        ("RSS synced: reflectors + live model, stalewatch's imports loaded", mib(live["rss_bytes"])),
+        ("of it, the process after imports alone", mib(live["rss_bytes_imports"])),
+        ("of it, the churn lines the benchmark holds to play them", mib(live["tail_bytes_held"])),
+        ("RSS above imports per object held", _fmt(per_object, ",.0f", " B")),
+        ("replay into the reflectors and live model, CPU seconds", _fmt(live["replay_cpu_seconds"], ".1f")),
+        ("findings once synced", f"{live['findings']:,}"),
+        ("churn played in real time: events/s, seconds", f"{churn['events_per_s']:,.0f} / {seconds:.0f}"),
+        ("evaluations during the churn / CPU (in process, no HTTP)",
+         f"{churn['evaluations']:,} / {churn['cpu_cores']:.2f} cores"),
+        ("RSS at the end of the churn", mib(churn["rss_bytes"])),
+        ("detection probes (a healthy Pod broken) / seen", f"{detection['probes']:,} / {seen:,}"),
+        ("detection p50 / p99 / max, line arrived -> evaluation names it", quantiles),
+        ("load average (1, 5, 15 min) at the end", ", ".join(f"{v:.1f}" for v in load)),
+    ]  # fmt: skip
+    out = [
+        f"### Maximum-size cluster: {stream['pods']:,} Pods and {gitops:,} GitOps objects (synthetic)",
+        "",
+        "| | |",
+        "| --- | ---: |",
+        *(f"| {label} | {value} |" for label, value in rows),
+        "",
+        *calibration_table(envelope.get("calibration")),
+    ]
+    return out
+
+
+def calibration_table(calibration: dict[str, dict[str, list[int]]] | None) -> list[str]:
+    """Mean bytes per event of each type and kind: the synthetic stream beside the real recording."""
+    if not calibration:
+        return []
+    real, synthetic = calibration["real"], calibration["synthetic"]
+    out = [
+        "Mean bytes per event, the synthetic stream against the real recording it took the API "
+        "server's additions from:",
+        "",
+        "| event | real recording | synthetic |",
+        "| --- | ---: | ---: |",
+    ]
+    for name in sorted(real.keys() & synthetic.keys()):
+        (rn, rb), (sn, sb) = real[name], synthetic[name]
+        out.append(f"| {name} | {rb / rn:,.0f} B ({rn:,}) | {sb / sn:,.0f} B ({sn:,}) |")
+    return [*out, ""]
