@@ -9,7 +9,8 @@ kube-state-metrics stopped, stalewatch's detection latency under churn, its own 
 the pure pipeline on the recorded stream, pinned to one core, and the old code's pipeline beside
 this code's on the same recording (bench/compare.py). After the sizes, the maximum-size cluster
 (150,000 Pods, 50,000 GitOps objects) from a synthetic stream made with the largest size's
-recording (bench/synthetic.py, bench/envelope.py).
+recording (bench/synthetic.py), measured in process (bench/envelope.py) and served to a real
+`stalewatch run` (bench/served.py).
 
 Usage: python -m bench.run --sizes 1000,10000,50000 [--ksm PATH] [--out bench/results]
 """
@@ -361,6 +362,8 @@ async def run_envelope(workdir: Path, served_from: Path, *, pods: int, gitops: i
     result["pipeline"] = await python("bench.envelope", "pipeline", str(stream))
     log("envelope: held by the watcher's reflectors and live model, then its churn played in real time")
     result["live"] = await python("bench.envelope", "live", str(stream))
+    log("envelope: served to a real stalewatch run, then its churn")
+    result["served"] = await python("bench.served", str(stream), "--workdir", str(workdir))
     result["load_average"] = os.getloadavg()
     return result
 

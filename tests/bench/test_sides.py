@@ -128,3 +128,15 @@ async def test_the_envelope_is_held_by_the_live_model_which_sees_every_pod_the_c
     assert measured["events"] == sidecar["lines"]
     assert measured["stalewatch_events_per_s"] > 0
     assert measured["churn_events"] == len(sidecar["tail_times"])
+
+
+async def test_a_real_stalewatch_run_syncs_the_served_stream_and_serves_every_pod_the_churn_breaks(
+    stream: Path, tmp_path: Path
+) -> None:
+    sidecar = orjson.loads(stream.with_suffix(".json").read_bytes())
+    served = await run.python("bench.served", str(stream), "--workdir", str(tmp_path))
+    assert served["objects_held"] == sidecar["tail_start"]
+    assert served["first_scrape"]["status"] == 200
+    assert served["rss_bytes_scraped"] >= served["rss_bytes_synced"] > 0
+    assert served["detection"]["seen"] == served["detection"]["probes"] == len(sidecar["probes"]) > 0
+    assert served["churn"]["scrapes"] >= 1
