@@ -213,10 +213,13 @@ def _churn_costs(model: HealthModel, churn: list[Mapping[str, Any]], *, now: dat
     return sorted(costs)
 
 
-def scaling(lines: list[Line], *, now: datetime, ended: datetime) -> dict[str, float]:
+def scaling(
+    lines: list[Line], *, now: datetime, ended: datetime, sample: int | None = None
+) -> dict[str, float]:
     """Per-event cost (upsert + evaluate) of the churn, with the whole cluster loaded; then the
     same during an incident: ten minutes after the recording `ended` every controller's leader
-    Lease has expired, so every controller is down and every GitOps object carries a finding."""
+    Lease has expired, so every controller is down and every GitOps object carries a finding.
+    With `sample`, only the first `sample` churn events are timed (bench/envelope.py at 200k)."""
     model = HealthModel(ModelConfig())
     churn = []
     for line in lines:
@@ -226,14 +229,14 @@ def scaling(lines: list[Line], *, now: datetime, ended: datetime) -> dict[str, f
         else:
             churn.append(obj)
     model.evaluate(now)
-    costs = _churn_costs(model, churn, now=now)
+    costs = _churn_costs(model, churn[:sample], now=now)
     if not costs:
         return {"churn_events": 0}
     later = ended + timedelta(minutes=10)
     started = time.process_time()
     incident = model.evaluate(later)
     first = time.process_time() - started
-    during = _churn_costs(model, churn[:200], now=later)
+    during = _churn_costs(model, churn[: min(200, sample or 200)], now=later)
     return {
         "churn_events": len(costs),
         "churn_event_us_mean": statistics.fmean(costs) * 1e6,

@@ -79,7 +79,7 @@ FAILING_PODS: dict[str, tuple[int, int]] = {
     "Unschedulable": (500, 222),
 }
 """In a cluster built with `failing`, one application Pod in N is in each of these states:
-(N, which one of each N); about 1.7% of the Pods in all."""
+(N, which one of each N); about 1.6% of the Pods in all."""
 
 
 def counts(size: int) -> dict[str, int]:
