@@ -31,6 +31,7 @@ import re
 import statistics
 import sys
 import time
+from collections import defaultdict
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -66,9 +67,32 @@ def throughput(stream: Path) -> dict[str, Any]:
     }
 
 
+Mark = tuple[str, tuple[str, str]]
+"""("probe" or "heal", (namespace, name)) of a churn line that breaks a healthy Pod or heals it."""
+
+
+def marked(sidecar: dict[str, Any]) -> dict[int, Mark]:
+    """The sidecar's probe and heal lines by index."""
+    marks: dict[int, Mark] = {index: ("probe", (ns, name)) for index, ns, name in sidecar["probes"]}
+    marks.update({index: ("heal", (ns, name)) for index, ns, name in sidecar.get("heals", ())})
+    return marks
+
+
 _ROUTE = re.compile(
     rb'^\{"type":"\w+","object":\{"(?:kind":"(\w+)","apiVersion":"([^"]+)"|apiVersion":"([^"]+)","kind":"(\w+)")'
 )
+
+
+_KEY = re.compile(rb'"metadata":\{"name":"([^"]+)"(?:,"namespace":"([^"]+)")?')
+
+
+def key(line: bytes) -> tuple[str, str]:
+    """(namespace, name) of a watch line's object, as the API server writes metadata first."""
+    found = _KEY.search(line)
+    if found is None:
+        meta = orjson.loads(line)["object"]["metadata"]
+        return meta.get("namespace", ""), meta["name"]
+    return (found[2] or b"").decode(), found[1].decode()
 
 
 def route(line: bytes) -> str:
@@ -109,6 +133,7 @@ def live(stream: Path) -> dict[str, Any]:
 
     pending: dict[tuple[str, str], float] = {}
     latencies: list[float] = []
+    healed: list[tuple[str, str]] = []
     evaluations = 0
 
     class Timed(LiveModel):
@@ -125,14 +150,14 @@ def live(stream: Path) -> dict[str, Any]:
             return evaluation
 
     tail_start = sidecar["tail_start"]
-    probes = {index: (namespace, name) for index, namespace, name in sidecar["probes"]}
-    tail: list[tuple[float, str, bytes, tuple[str, str] | None]] = []
+    marks = marked(sidecar)
+    tail: list[tuple[float, str, bytes, Mark | None]] = []
     with stream.open("rb") as lines:
         for index, raw in enumerate(lines):
             if index >= tail_start:
                 line = raw.rstrip(b"\n")
                 at = sidecar["tail_times"][index - tail_start]
-                tail.append((at, route(line), line, probes.get(index)))
+                tail.append((at, route(line), line, marks.get(index)))
     gc.collect()
     rss_imports = side.rss()
     telemetry = Telemetry()
@@ -147,15 +172,19 @@ def live(stream: Path) -> dict[str, Any]:
     }
     telemetry.up = telemetry.started = True
     model.collections.defer()
+    listed: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    """Per kind, the keys replayed: what the completed list commits."""
     started = time.process_time()
     with stream.open("rb") as lines:
         for index, raw in enumerate(lines):
             if index == tail_start:
                 break
             line = raw.rstrip(b"\n")
-            reflectors[route(line)]._event(line)
-    for reflector in reflectors.values():
-        reflector._commit(reflector._keys, {}, reflector.rv or "", "initial")
+            kind = route(line)
+            reflectors[kind]._event(line)
+            listed[kind].add(key(line))
+    for name, reflector in reflectors.items():
+        reflector._commit(listed[name], {}, reflector.rv or "", "initial")
     model.evaluate()
     replay_cpu = time.process_time() - started
     assert model.collections.frozen, "the first evaluation after the sync freezes the cache"
@@ -171,13 +200,15 @@ def live(stream: Path) -> dict[str, Any]:
         runner = asyncio.create_task(model.run())
         cpu = time.process_time()
         begun = start = time.monotonic()
-        for at, kind, line, probe in tail:
+        for at, kind, line, mark in tail:
             delay = start + at - time.monotonic()
             if delay > 0:
                 await asyncio.sleep(delay)
-            if probe is not None:
-                pending[probe] = start + at
+            if mark is not None and mark[0] == "probe":
+                pending[mark[1]] = start + at
                 seen.clear()
+            elif mark is not None and pending.pop(mark[1], None) is not None:
+                healed.append(mark[1])  # healed before an evaluation named it: no latency to take
             reflectors[kind]._event(line)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(seen.wait(), 5)  # the last probes' evaluation
@@ -200,8 +231,9 @@ def live(stream: Path) -> dict[str, Any]:
             "rss_bytes": side.rss(),
         },
         "detection": {
-            "probes": len(probes),
+            "probes": len(sidecar["probes"]),
             "seen": len(ordered),
+            "healed_before_seen": len(healed),
             "unseen": len(pending),
             "p50_seconds": statistics.median(ordered) if ordered else None,
             "p99_seconds": pct(ordered, 0.99),

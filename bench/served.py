@@ -71,9 +71,9 @@ class Served:
         self.sidecar = orjson.loads(stream.with_suffix(".json").read_bytes())
         by = datetime.now(UTC) - datetime.fromisoformat(self.sidecar["now"])
         paths = {f"{r.api_version}/{r.kind}": r.path for r in pipeline.watched()}
-        probes = {index: (ns, name) for index, ns, name in self.sidecar["probes"]}
+        marks = envelope.marked(self.sidecar)
         self.items: dict[str, list[bytes]] = defaultdict(list)
-        self.tail: list[tuple[float, str, bytes, tuple[str, str] | None]] = []
+        self.tail: list[tuple[float, str, bytes, envelope.Mark | None]] = []
         self.leases: list[dict[str, Any]] = []
         start, times = self.sidecar["tail_start"], self.sidecar["tail_times"]
         with stream.open("rb") as lines:
@@ -89,13 +89,15 @@ class Served:
                     if leader:
                         self.leases.append(written)
                 elif not leader:
-                    self.tail.append((times[index - start], path, line, probes.get(index)))
+                    self.tail.append((times[index - start], path, line, marks.get(index)))
         self.lease_path = paths["coordination.k8s.io/v1/Lease"]
         self.version = 1000 + self.sidecar["lines"]
         self.watches: dict[str, list[asyncio.Queue[bytes | None]]] = defaultdict(list)
         self.begun = 0.0
         self.written: dict[tuple[str, str], float] = {}
         """When each probe's line was written to its watch."""
+        self.healed: set[tuple[str, str]] = set()
+        """Probed Pods whose healing line was written."""
 
     def send(self, path: str, line: bytes) -> None:
         for queue in self.watches[path]:
@@ -146,12 +148,15 @@ class Served:
         await response.prepare(request)
         queue: asyncio.Queue[bytes | None] = asyncio.Queue()
         self.watches[request.path].append(queue)
-        probes = {line: probe for _, path, line, probe in self.tail if probe and path == request.path}
+        marks = {line: mark for _, path, line, mark in self.tail if mark and path == request.path}
         try:
             while (line := await queue.get()) is not None:
                 await response.write(line + b"\n")
-                if line in probes:
-                    self.written[probes[line]] = time.monotonic()
+                mark = marks.get(line)
+                if mark is not None and mark[0] == "probe":
+                    self.written[mark[1]] = time.monotonic()
+                elif mark is not None:
+                    self.healed.add(mark[1])
         finally:
             self.watches[request.path].remove(queue)
         return response
@@ -182,9 +187,13 @@ def pods_named(findings: list[dict[str, Any]]) -> set[tuple[str, str]]:
     }
 
 
-async def detect(session: aiohttp.ClientSession, base: str, served: Served, *, within: float) -> list[float]:
-    """Polls /api/v1/findings every 20 ms: per probe, written to the watch -> named in a finding."""
+async def detect(
+    session: aiohttp.ClientSession, base: str, served: Served, *, within: float
+) -> tuple[list[float], int]:
+    """Polls /api/v1/findings every 20 ms: per probe, written to the watch -> named in a finding;
+    and how many probes were healed before a poll saw them (no latency to take)."""
     latencies: list[float] = []
+    healed = 0
     probes = {(ns, name) for _, ns, name in served.sidecar["probes"]}
     deadline = time.monotonic() + within
     while probes and time.monotonic() < deadline:
@@ -197,8 +206,11 @@ async def detect(session: aiohttp.ClientSession, base: str, served: Served, *, w
                 if pod in named:
                     latencies.append(found - served.written[pod])
                     probes.discard(pod)
+        for pod in served.healed & probes:
+            probes.discard(pod)
+            healed += 1
         await asyncio.sleep(0.02)
-    return latencies
+    return latencies, healed
 
 
 async def measure(stream: Path, workdir: Path) -> dict[str, Any]:
@@ -233,7 +245,8 @@ async def measure(stream: Path, workdir: Path) -> dict[str, Any]:
             scrapes = asyncio.create_task(
                 cpu._scrape_every(session, f"{base}/metrics", cpu.SCRAPE_EVERY, stop)
             )
-            latencies = sorted(await detect(session, base, served, within=seconds + 10))
+            latencies, healed = await detect(session, base, served, within=seconds + 10)
+            latencies.sort()
             elapsed = time.monotonic() - served.begun
             stop.set()
             await churn
@@ -246,6 +259,7 @@ async def measure(stream: Path, workdir: Path) -> dict[str, Any]:
             out["detection"] = {
                 "probes": len(served.sidecar["probes"]),
                 "seen": len(latencies),
+                "healed_before_seen": healed,
                 "p50_seconds": statistics.median(latencies) if latencies else None,
                 "p99_seconds": envelope.pct(latencies, 0.99),
                 "max_seconds": latencies[-1] if latencies else None,

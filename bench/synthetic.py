@@ -190,6 +190,8 @@ class Stream:
         self.tail: list[float] = []
         self.probes: list[list[Any]] = []
         """[line index, namespace, name] of each line that breaks a healthy Pod."""
+        self.heals: list[list[Any]] = []
+        """... and of each line that heals a probed Pod (a probe not seen by then never will be)."""
 
     def line(self, event: str, obj: Obj) -> None:
         self.out.write(orjson.dumps({"type": event, "object": obj}) + b"\n")
@@ -211,6 +213,8 @@ class Written(Churn):
     """The objects the churn writes (Touched found them), as written so far."""
     failing: set[tuple[str, str]] = field(default_factory=set)
     """Pods failing from the start: breaking one again is no probe."""
+    probed: set[tuple[str, str]] = field(default_factory=set)
+    """Pods broken by a probe line and not healed since."""
 
     async def patch_status(
         self, api_version: str, kind: str, namespace: str, name: str, status: Obj, *, manager: str
@@ -235,10 +239,16 @@ class Written(Churn):
         self.writes += 1
 
     async def set_pod(self, namespace: str, name: str, *, broken: bool) -> tuple[float, float]:
-        healthy = (namespace, name) not in self.broken_pods | self.failing
+        pod = (namespace, name)
+        healthy = pod not in self.broken_pods | self.failing
         written = await super().set_pod(namespace, name, broken=broken)
-        if broken and healthy and self.stream is not None:
+        assert self.stream is not None
+        if broken and healthy:
             self.stream.probes.append([self.stream.lines - 1, namespace, name])
+            self.probed.add(pod)
+        elif not broken and pod in self.probed:
+            self.stream.heals.append([self.stream.lines - 1, namespace, name])
+            self.probed.discard(pod)
         return written
 
     async def renew_leases(self) -> None:
@@ -330,6 +340,7 @@ def write(
         "tail_start": tail_start,
         "tail_times": stream.tail,
         "probes": stream.probes,
+        "heals": stream.heals,
         "lines": stream.lines,
     }
     path.with_suffix(".json").write_bytes(orjson.dumps(sidecar))
@@ -353,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
     sidecar = write(
         args.out, served=served, crds=crds, pods=args.pods, gitops=args.gitops, seconds=args.seconds
     )
-    summary = {k: v for k, v in sidecar.items() if k not in ("tail_times", "probes")}
+    summary = {k: v for k, v in sidecar.items() if k not in ("tail_times", "probes", "heals")}
     sys.stdout.write(orjson.dumps({**summary, "probes": len(sidecar["probes"])}).decode() + "\n")
     return 0
 
