@@ -67,3 +67,7 @@ def new_finding(
     """A finding with its stable id and its configured severity (the default one if unset)."""
     severity = config.severities.get(kind, DEFAULT_SEVERITIES[kind])
     return Finding(finding_id(kind, subject, *extra_id), kind, severity, subject, message, since, evidence)
+
+
+Rule = Callable[[Mapping[str, Any], Ctx], Finding | None]
+"""A per-object rule: a candidate finding about `obj`, or None."""
