@@ -20,6 +20,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from watcher.model.flux import applied_revision, dependencies, inventory, release_keys, source_key
+from watcher.model.gitops_rules import WAITING_REASONS
 from watcher.model.graph import View, release_of
 from watcher.model.kinds import APPLIERS, KUSTOMIZE_GROUP
 from watcher.model.kstatus import compute_status
@@ -36,7 +37,6 @@ from watcher.model.objects import (
     transition,
 )
 from watcher.model.revisions import same_revision, short
-from watcher.model.rules import WAITING_REASONS
 from watcher.model.types import HealthReason, ObjectHealth, Status, Subject
 from watcher.model.workloads import BACK_OFF, describe_state, owner_workload, pod_state, replaced
 

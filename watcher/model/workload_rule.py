@@ -13,11 +13,7 @@ from typing import Any
 from watcher.model.context import Ctx
 from watcher.model.objects import describe, sentence, subject_of
 from watcher.model.types import Finding, FindingType, HealthReason, rfc3339
-from watcher.model.workloads import WorkloadState, describe_state, state_of, termination_evidence
-
-BACK_OFF = frozenset({"CrashLoopBackOff", "ImagePullBackOff"})
-"""Waiting reasons kubelet only writes after failing again and again: reported even when the
-object carries no time to age them by."""
+from watcher.model.workloads import BACK_OFF, WorkloadState, describe_state, state_of, termination_evidence
 
 _ADVICE: Mapping[HealthReason, str] = {
     HealthReason.IMAGE_PULL_BACK_OFF: "Check the image name/tag and the registry credentials.",

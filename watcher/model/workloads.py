@@ -45,6 +45,10 @@ _WAITING: Mapping[str, HealthReason] = {
 }
 """Kubelet waiting reasons that mean "this will not fix itself", folded into the fixed set."""
 
+BACK_OFF = frozenset({"CrashLoopBackOff", "ImagePullBackOff"})
+"""Waiting reasons kubelet only writes after failing again and again: reported even when the
+object carries no time to age them by."""
+
 REPLACED_BY: frozenset[tuple[str, str]] = frozenset(
     {("apps", kind) for kind in ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet")} | {("batch", "Job")}
 )
