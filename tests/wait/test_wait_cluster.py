@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.controlplane.harness import ControlPlane
-from tests.kube.objects import ago, flux, ready, running
+from tests.kube.objects import ago, cond, flux, ready, running
 from tests.kube.objects import waiting as container_waiting
 from tests.kubeclient import Kube
 from tests.wait.stack import (
@@ -211,6 +211,26 @@ async def test_a_sibling_failing_its_dry_run_with_forbidden_fails_while_the_root
         f"Kustomization {ns}/deploy-config: failed at main@bbbbbbbbbbbb: ReconciliationFailed: {FORBIDDEN}"
     )
     assert out.splitlines()[0] == f"failed: {failure}", out
+
+
+async def test_a_dependency_failing_at_the_revision_fails_the_kustomization_waiting_for_it(
+    control_plane: ControlPlane, kube: Kube, namespace: str
+) -> None:
+    ns = namespace
+    db, apps = kustomization(ns, "db", applied(REV_A)), kustomization(ns, "apps", reconciling(REV_A, REV_B))
+    apps["spec"]["dependsOn"] = [{"name": "db"}]
+    await create(kube, *controllers(ns), source(ns, REV_B), db, apps)
+    async with waiting(control_plane.kubeconfig, ns, f"ks/{ns}/apps", "--revision", REV_B) as run:
+        await run.watching()
+        blocked = cond("Ready", "False", "DependencyNotReady", f"dependency '{ns}/db' is not ready")
+        await patch(kube, apps, {"conditions": [blocked]})
+        await patch(kube, db, dry_run_forbidden(REV_A, REV_B))
+        code, out = await run.result(within=30)
+    assert code == 1, out
+    assert out.splitlines()[0] == (
+        f"failed: Kustomization {ns}/db: holds up Kustomization {ns}/apps, which depends on it: "
+        f"failed at main@bbbbbbbbbbbb: ReconciliationFailed: {FORBIDDEN}"
+    ), out
 
 
 async def test_nothing_happening_times_out_with_what_is_in_progress(
