@@ -17,7 +17,7 @@ import pytest
 
 from tests.kube.objects import cond, deployment, flux, lease, pod, waiting
 from tests.kube.support import poll
-from watcher.kube.live import LiveModel
+from watcher.kube.live import LiveModel, Pacing
 from watcher.kube.resources import Resource
 from watcher.model.projection import project
 from watcher.model.types import Evaluation, ModelConfig
@@ -82,6 +82,26 @@ async def test_a_burst_of_events_is_coalesced_into_one_evaluation_shortly_after(
     await asyncio.sleep(0.3)
     assert telemetry.evaluation.count == 1
     assert len(types(live.latest)) == 500
+
+
+@pytest.mark.parametrize(
+    ("last_pass", "woken_at", "wait"),
+    [
+        pytest.param(None, 100.0, 0.05, id="the-first-change-waits-the-debounce"),
+        pytest.param((10.0, 0.02), 100.0, 0.05, id="a-change-after-a-quiet-spell-waits-the-debounce"),
+        pytest.param((100.0, 0.01), 100.0, 0.19, id="back-to-back-passes-are-spread-by-their-cost"),
+        pytest.param((100.0, 0.001), 100.0, 0.05, id="a-cheap-pass-never-waits-less-than-the-debounce"),
+        pytest.param((100.0, 2.0), 100.0, 0.5, id="a-costly-pass-never-delays-a-change-past-longest"),
+    ],
+)
+def test_passes_under_churn_wait_in_proportion_to_their_cost_within_bounds(
+    last_pass: tuple[float, float] | None, woken_at: float, wait: float
+) -> None:
+    pacing = Pacing(debounce=0.05, longest=0.5)
+    if last_pass is not None:
+        ended, cost = last_pass
+        pacing.passed(ended=ended, cost=cost)
+    assert pacing.delay(woken_at) == pytest.approx(wait)
 
 
 async def test_a_threshold_crossed_with_no_event_is_found_on_the_timer(
