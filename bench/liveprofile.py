@@ -52,7 +52,7 @@ def _any(file: str, function: str = "") -> Match:
 JOBS: tuple[tuple[str, Match], ...] = (
     ("garbage collection (seen in the timing hook)", _any(r"bench/traced", r"_collection")),
     ("logging", _any(r"/logging/")),
-    ("correlation", _any(r"watcher/model/(correlate|owners)")),
+    ("correlation", _any(r"watcher/model/(correlate|owners|working|releases|roots)")),
     ("evaluation (rules, kstatus, health rows)", _any(r"watcher/(model/engine|kube/live)", r"evaluate")),
     ("/metrics render", _any(r"watcher/export/")),
     ("HTTP handlers (web/)", _any(r"watcher/web/")),

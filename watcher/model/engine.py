@@ -32,7 +32,7 @@ from datetime import datetime
 from typing import Any
 
 from watcher.model.context import Ctx
-from watcher.model.correlate import Correlation, correlate
+from watcher.model.correlate import Correlation, Correlator
 from watcher.model.deadlines import Deadlines
 from watcher.model.graph import Edge, Packed, Recorder, Store
 from watcher.model.kinds import APPLIERS, TRACKED, Track, key_of_kind
@@ -48,7 +48,6 @@ from watcher.model.objects import (
     transition,
 )
 from watcher.model.orphans import RecentlyDeleted
-from watcher.model.owners import OwnerCache
 from watcher.model.quarantine import dropped_fields, rule_failed
 from watcher.model.rules import crd_removed, local_findings
 from watcher.model.satellites import Filed, Satellites
@@ -116,7 +115,7 @@ class HealthModel:
         self._touched: set[Key] = set()
         self._touched_edges: set[Edge] = set()
         self._reads: Recorder | None = None
-        self._owners = OwnerCache()
+        self._correlator = Correlator()
         self._pods = functools.partial(self._store.in_namespace, *_POD)
         self._rejections: dict[tuple[Key, str], list[Rejection]] = {}
         """Per object and step ("u" taking it in, "o" its rules, "c" its controller verdict)."""
@@ -227,7 +226,7 @@ class HealthModel:
         if not changed:
             return
         self._store.blind = blind
-        self._owners.clear()
+        self._correlator.clear()
         for group, kind in self._store.kinds():
             if kind in changed:
                 self._dirty.update(self._store.raw_of_kind(group, kind))
@@ -334,11 +333,11 @@ class HealthModel:
         for key in dirty:
             self._refresh_object(key, now)
             self._store.pack(key)
-        owners_changed = self._owners.forget(self._touched, self._touched_edges)
+        owners_changed = self._correlator.forget(self._touched, self._touched_edges)
         if self._last is None or owners_changed or self._must_correlate():
             reads = Recorder(self._store)
             candidates = [f for key in sorted(self._with_findings) for f in self._local[key].findings]
-            self._correlation = correlate(
+            self._correlation = self._correlator.run(
                 candidates,
                 view=reads,
                 controllers=self._controllers.visible(),
@@ -346,7 +345,6 @@ class HealthModel:
                 config=self._config,
                 now=now,
                 satellites=self._satellites.candidates,
-                owners=self._owners,
             )
             self._reads = reads
             findings = self._satellites.merged(self._correlation)

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import enum
 
-from watcher.model.correlate import Correlation, OrderKey, order_key
 from watcher.model.objects import Key
 from watcher.model.table import SortedTable
 from watcher.model.types import Finding, FindingType
+from watcher.model.working import Correlation, OrderKey, order_key
 
 
 class Filed(enum.Enum):

@@ -1,0 +1,166 @@
+"""ReleaseReadyWorkloadFailing: a release that says Ready=True while what it installed fails.
+
+Each failing workload or Pod links to its owner's finding and to the release that installed it
+(found through owners.py). Under churn the same releases are built again on every pass; what a
+release finding says comes from the release, the workload it installed and the first failing
+object's candidate, so `ReleaseMemo` keeps it until one of those is replaced (the engine makes
+a new candidate whenever it judges an object again, and the store a new release object whenever
+it changes), and every pass only adds the other failing objects to a fresh copy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from watcher.model.context import new_finding
+from watcher.model.controllers import ControllerState
+from watcher.model.objects import (
+    Key,
+    condition,
+    condition_evidence,
+    describe,
+    finding_id,
+    is_true,
+    subject_of,
+)
+from watcher.model.types import Finding, FindingType, rfc3339
+from watcher.model.working import Pass
+from watcher.model.workloads import WorkloadState, describe_state, state_of
+
+
+@dataclass(frozen=True, slots=True)
+class _Seed:
+    """A release finding as its first failing object makes it, and the inputs it was made from."""
+
+    release: Mapping[str, Any]
+    installed: Key
+    failing: Finding
+    """The candidate (not the pass's copy) of the first failing object."""
+    message: str
+    evidence: dict[str, Any]
+    """With "failing" empty: every pass lists them afresh, on a copy."""
+    since: datetime | None
+
+
+class ReleaseMemo:
+    """Release findings and failing states kept across passes while their inputs are the same objects."""
+
+    def __init__(self) -> None:
+        self._seeds: dict[str, _Seed] = {}
+        self._states: dict[str, tuple[Finding, WorkloadState]] = {}
+        self._used: set[str] = set()
+
+    def state(self, run: Pass, finding_id_: str) -> WorkloadState:
+        """The failing state of the object behind a finding (it exists: owners said so)."""
+        candidate = run.origin[finding_id_]
+        self._used.add(finding_id_)
+        kept = self._states.get(finding_id_)
+        if kept is not None and kept[0] is candidate:
+            return kept[1]
+        obj = run.store.get(run.keys[finding_id_])
+        assert obj is not None
+        state = state_of(obj)
+        self._states[finding_id_] = (candidate, state)
+        return state
+
+    def seed(self, run: Pass, release: Mapping[str, Any], installed: Key, failing: Finding) -> _Seed:
+        subject = subject_of(release)
+        rid = finding_id(FindingType.RELEASE_READY_WORKLOAD_FAILING, subject)
+        self._used.add(rid)
+        candidate = run.origin[failing.id]
+        kept = self._seeds.get(rid)
+        if (
+            kept is not None
+            and kept.release is release
+            and kept.installed == installed
+            and kept.failing is candidate
+        ):
+            return kept
+        state = self.state(run, failing.id)
+        ready = condition(release, "Ready") or {}
+        what = f"{describe(installed)} it installed"
+        if installed != run.keys[failing.id]:
+            what += f" is failing: {describe(failing.subject)}"
+        message = (
+            f"{describe(subject)} says Ready=True ({ready.get('message', '')}) but {what} "
+            f"{describe_state(state)} since {rfc3339(failing.since)}. The release status does not reflect "
+            "the running workload: fix or roll back the release (values, image, chart version)."
+        )
+        evidence = {
+            **condition_evidence(release, "Ready"),
+            "workload": f"{installed.kind}/{installed.namespace}/{installed.name}",
+            "failing": [],
+            "reason": failing.evidence.get("reason", ""),
+            "image": failing.evidence.get("image", ""),
+        }
+        seed = self._seeds[rid] = _Seed(release, installed, candidate, message, evidence, failing.since)
+        return seed
+
+    def end_pass(self) -> None:
+        """Keep only what this pass used: the rest is about objects no longer failing."""
+        for kept in (self._seeds, self._states):
+            for stale in kept.keys() - self._used:
+                del kept[stale]
+        self._used = set()
+
+    def clear(self) -> None:
+        self._seeds.clear()
+        self._states.clear()
+
+
+def link_releases(run: Pass, own_pods: Mapping[Key, ControllerState], memo: ReleaseMemo) -> None:
+    """Pod -> workload links, and ReleaseReadyWorkloadFailing for releases that say Ready=True."""
+    failing = [f for f in run.found.values() if f.type is FindingType.WORKLOAD_UNHEALTHY]
+    explained: set[str] = set()
+    for finding in sorted(failing, key=lambda f: (f.subject["kind"] != "Pod", f.id)):  # Pods say most
+        key = run.keys[finding.id]
+        owners = run.owners.of(key, run.store)
+        if owners is None or key in own_pods:
+            continue
+        workload_key = owners.workload
+        owner_finding = (
+            run.primary(workload_key) if workload_key is not None and workload_key != key else None
+        )
+        if owner_finding is not None and owner_finding not in explained:
+            explained.add(owner_finding)
+            owner = run.found[owner_finding]
+            owner.message += f" {describe(finding.subject)} {describe_state(memo.state(run, finding.id))}."
+        release = run.store.get(owners.release) if owners.release is not None else None
+        link = owner_finding
+        if release is not None and owners.release not in own_pods and is_true(release, "Ready"):
+            rrwf = _release_finding(run, memo, release, workload_key or key, finding)
+            if owner_finding is not None:
+                run.links.setdefault(owner_finding, rrwf.id)
+            else:
+                link = rrwf.id
+        if link is not None:
+            run.links[finding.id] = link
+
+
+def _release_finding(
+    run: Pass, memo: ReleaseMemo, release: Mapping[str, Any], installed: Key, failing: Finding
+) -> Finding:
+    """ReleaseReadyWorkloadFailing for `release`, which installed `installed`; `failing` is what fails."""
+    rid = finding_id(FindingType.RELEASE_READY_WORKLOAD_FAILING, subject_of(release))
+    existing = run.found.get(rid)
+    if existing is not None:
+        existing.evidence["failing"].append(describe(failing.subject))
+        if failing.since is not None and (existing.since is None or failing.since < existing.since):
+            existing.since = failing.since
+        return existing
+    seed = memo.seed(run, release, installed, failing)
+    evidence = dict(seed.evidence)
+    evidence["failing"] = [describe(failing.subject)]
+    return run.add(
+        new_finding(
+            run.config,
+            FindingType.RELEASE_READY_WORKLOAD_FAILING,
+            subject_of(release),
+            seed.message,
+            seed.since,
+            evidence,
+        )
+    )
