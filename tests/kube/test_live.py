@@ -89,8 +89,10 @@ async def test_a_burst_of_events_is_coalesced_into_one_evaluation_shortly_after(
     [
         pytest.param(None, 100.0, 0.05, id="the-first-change-waits-the-debounce"),
         pytest.param((10.0, 0.02), 100.0, 0.05, id="a-change-after-a-quiet-spell-waits-the-debounce"),
-        pytest.param((100.0, 0.01), 100.0, 0.19, id="back-to-back-passes-are-spread-by-their-cost"),
-        pytest.param((100.0, 0.001), 100.0, 0.05, id="a-cheap-pass-never-waits-less-than-the-debounce"),
+        pytest.param(
+            (100.0, 0.01), 100.0, 0.01 * Pacing.SHARE, id="back-to-back-passes-are-spread-by-their-cost"
+        ),
+        pytest.param((100.0, 0.0001), 100.0, 0.05, id="a-cheap-pass-never-waits-less-than-the-debounce"),
         pytest.param((100.0, 2.0), 100.0, 0.5, id="a-costly-pass-never-delays-a-change-past-longest"),
     ],
 )

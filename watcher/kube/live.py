@@ -93,8 +93,10 @@ class Pacing:
     busy shared machine does not slow the passes down further.
     """
 
-    SHARE = 19
-    """Wait 19 times a pass's cost after it: evaluation uses at most 5% of a core under churn."""
+    SHARE = 39
+    """Wait 39 times a pass's cost after it: evaluation uses at most 2.5% of a core under churn
+    (bench/cpu.py: at 10k objects and ~110 status writes/s a pass costs about 16 ms of CPU, so
+    changes wait `longest` then; kube-state-metrics spends about 0.06 cores on the same churn)."""
 
     def __init__(self, *, debounce: float, longest: float) -> None:
         self.debounce, self.longest = debounce, longest

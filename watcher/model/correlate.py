@@ -258,7 +258,8 @@ def _dependencies(run: Pass) -> None:
         settled[key] = primary
         return primary
 
-    for key in sorted(k for k, ids in run.by_subject.items() if ids):
+    blocked = FindingType.DEPENDENCY_BLOCKED  # any other primary settles as itself, when asked
+    for key in sorted(k for k, ids in run.by_subject.items() if ids and run.found[ids[0]].type is blocked):
         settle(key)
 
 

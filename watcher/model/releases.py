@@ -115,6 +115,8 @@ def link_releases(run: Pass, own_pods: Mapping[Key, ControllerState], memo: Rele
     """Pod -> workload links, and ReleaseReadyWorkloadFailing for releases that say Ready=True."""
     failing = [f for f in run.found.values() if f.type is FindingType.WORKLOAD_UNHEALTHY]
     explained: set[str] = set()
+    findings: dict[Key, Finding | None] = {}
+    """Per release asked about in this pass: its finding, None if it says nothing wrong."""
     for finding in sorted(failing, key=lambda f: (f.subject["kind"] != "Pod", f.id)):  # Pods say most
         key = run.keys[finding.id]
         owners = run.owners.of(key, run.store)
@@ -128,10 +130,19 @@ def link_releases(run: Pass, own_pods: Mapping[Key, ControllerState], memo: Rele
             explained.add(owner_finding)
             owner = run.found[owner_finding]
             owner.message += f" {describe(finding.subject)} {describe_state(memo.state(run, finding.id))}."
-        release = run.store.get(owners.release) if owners.release is not None else None
         link = owner_finding
-        if release is not None and owners.release not in own_pods and is_true(release, "Ready"):
-            rrwf = _release_finding(run, memo, release, workload_key or key, finding)
+        release = owners.release
+        if release is None:
+            rrwf = None
+        elif release in findings:
+            rrwf = findings[release]
+            if rrwf is not None:
+                _also_failing(rrwf, finding)
+        else:
+            rrwf = findings[release] = _release_finding(
+                run, memo, release, workload_key or key, finding, own_pods
+            )
+        if rrwf is not None:
             if owner_finding is not None:
                 run.links.setdefault(owner_finding, rrwf.id)
             else:
@@ -140,17 +151,25 @@ def link_releases(run: Pass, own_pods: Mapping[Key, ControllerState], memo: Rele
             run.links[finding.id] = link
 
 
+def _also_failing(rrwf: Finding, failing: Finding) -> None:
+    rrwf.evidence["failing"].append(describe(failing.subject))
+    if failing.since is not None and (rrwf.since is None or failing.since < rrwf.since):
+        rrwf.since = failing.since
+
+
 def _release_finding(
-    run: Pass, memo: ReleaseMemo, release: Mapping[str, Any], installed: Key, failing: Finding
-) -> Finding:
-    """ReleaseReadyWorkloadFailing for `release`, which installed `installed`; `failing` is what fails."""
-    rid = finding_id(FindingType.RELEASE_READY_WORKLOAD_FAILING, subject_of(release))
-    existing = run.found.get(rid)
-    if existing is not None:
-        existing.evidence["failing"].append(describe(failing.subject))
-        if failing.since is not None and (existing.since is None or failing.since < existing.since):
-            existing.since = failing.since
-        return existing
+    run: Pass,
+    memo: ReleaseMemo,
+    key: Key,
+    installed: Key,
+    failing: Finding,
+    own_pods: Mapping[Key, ControllerState],
+) -> Finding | None:
+    """ReleaseReadyWorkloadFailing for the release at `key` if it says Ready=True (and is no
+    controller's own), which installed `installed`; `failing` is the first object that fails."""
+    release = run.store.get(key)
+    if release is None or key in own_pods or not is_true(release, "Ready"):
+        return None
     seed = memo.seed(run, release, installed, failing)
     evidence = dict(seed.evidence)
     evidence["failing"] = [describe(failing.subject)]
