@@ -15,6 +15,7 @@ either has no digest, their version/ref text is compared instead ("v1.2.3" == "1
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -31,7 +32,10 @@ class Revision:
     digest: str
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_revision(value: str) -> Revision:
+    """Cached: every judgement of a Flux object compares its revisions with its source's, and
+    under churn the same few thousand strings come back on every pass."""
     value = value.strip()
     ref, at, tail = value.rpartition("@")
     if at:
