@@ -2,7 +2,7 @@
 
 Both take PROJECTED objects (the output of `project()`). `evaluate()` is a HealthModel
 fed every object once, so the two give the same findings by construction; the live
-model differs only in what it can remember (a CRD that disappeared: CRDRemoved).
+model differs only in what it can remember (a CRD that disappeared: CRDRemoved, removals.py).
 
 Incremental design (an event must not cost O(cluster)):
   * per object, its local candidates, ObjectHealth and RevisionInfo are cached and
@@ -11,9 +11,9 @@ Incremental design (an event must not cost O(cluster)):
     (tracked per controller), a ReplicaSet in their namespace or a Lease changes;
   * every cached answer carries the next moment a threshold could flip it; its owner's heap
     of those deadlines (deadlines.py) makes `evaluate(later_now)` re-check exactly what is due;
-  * correlation then runs over findings only, and only when something changed; which
-    workload and release each failing object belongs to is kept from pass to pass
-    (owners.py) until an object or edge it was read from changes;
+  * correlation (correlate.py's Correlator) then runs over findings only, and only when
+    something changed; which workload and release each failing object belongs to, and each
+    release's finding, are kept from pass to pass until what they were read from changes;
   * during an incident most candidates are StatusStale alone on their subject (satellites,
     see satellites.py): a change to one only replaces its output in a merge of two sorted
     lists, unless the last correlation pass asked about its subject (promoted it).
@@ -35,21 +35,16 @@ from watcher.model.context import Ctx
 from watcher.model.correlate import Correlation, Correlator
 from watcher.model.deadlines import Deadlines
 from watcher.model.graph import Edge, Packed, Recorder, Store
-from watcher.model.kinds import APPLIERS, TRACKED, Track, key_of_kind
-from watcher.model.kstatus import compute_status
+from watcher.model.kinds import TRACKED, Track, key_of_kind
 from watcher.model.objects import (
     Key,
-    condition,
-    is_deleting,
     key_of,
-    newest_transition,
     subject_of,
-    text,
-    transition,
 )
-from watcher.model.orphans import RecentlyDeleted
 from watcher.model.quarantine import dropped_fields, rule_failed
-from watcher.model.rules import crd_removed, local_findings
+from watcher.model.removals import Removals
+from watcher.model.rows import object_health, revision_info
+from watcher.model.rules import local_findings
 from watcher.model.satellites import Filed, Satellites
 from watcher.model.table import SortedTable
 from watcher.model.tracking import ControllerTracker
@@ -70,14 +65,6 @@ _POD = key_of_kind(Track.POD)
 class _Local:
     findings: list[Finding]
     deadline: datetime | None
-
-
-@dataclass(slots=True)
-class _Removal:
-    """A CustomResourceDefinition seen going away, and the objects of its kind at that moment."""
-
-    finding: Finding
-    gone_at: datetime | None = None
 
 
 def evaluate(objects: Iterable[Mapping[str, Any]], *, now: datetime, config: ModelConfig) -> Evaluation:
@@ -101,10 +88,8 @@ class HealthModel:
         self._correlation = Correlation([])
         self._dirty: set[Key] = set()
         self._controllers = ControllerTracker(self._config, self._store)
-        self._removals: dict[Key, _Removal] = {}
-        self._deleted = RecentlyDeleted()
+        self._removals = Removals(self._config, self._store, self._controllers.running)
         self._objects_due = Deadlines()
-        self._removals_due = Deadlines()
         self._health: SortedTable[Key, ObjectHealth] = SortedTable()
         self._revisions: SortedTable[Key, RevisionInfo] = SortedTable()
         self._changed = True
@@ -178,7 +163,7 @@ class HealthModel:
         old, edges = self._store.remove(key)
         if old is not None:
             if self._controllers.claims.is_gitops(key.group, key.kind):
-                self._deleted.add(key, subject_of(old), at=now)
+                self._removals.deleted(key, old, now=now)
             self._touch(key, old, None, edges, now=now)
 
     def replace(
@@ -259,7 +244,9 @@ class HealthModel:
         elif track is Track.LEASE:
             self._controllers.lease_changed(key.namespace)
         else:
-            self._track_crd(key, new if new is not None else old, deleted=new is None, now=now)
+            crd = new if new is not None else old
+            if crd is not None and self._removals.track(key, crd, deleted=new is None, now=now):
+                self._recheck = True
 
     def _mark(self, key: Key, edges: set[Edge]) -> None:
         """What any change of `key` marks, judged again or not: its dependents are dirty, and it
@@ -272,49 +259,15 @@ class HealthModel:
         if sourced:
             self._dirty.update(sourced)
 
-    def _track_crd(self, key: Key, crd: Mapping[str, Any] | None, *, deleted: bool, now: datetime) -> None:
-        """CRDRemoved bookkeeping: only a model with memory sees a CRD go away."""
-        if crd is None:
-            return
-        removal = self._removals.get(key)
-        if not deleted and not is_deleting(crd):
-            if removal is not None:  # the CRD is back
-                del self._removals[key]
-                self._removals_due.schedule(key, None)
-                self._recheck = True
-            return
-        if removal is None:
-            found = self._removal(crd, now=now)
-            if found is None:
-                return
-            removal = self._removals[key] = _Removal(found)
-            self._recheck = True
-        if deleted and removal.gone_at is None:
-            removal.gone_at = now
-            self._removals_due.schedule(key, now + self._config.thresholds.crd_removed_retention)
-
-    def _removal(self, crd: Mapping[str, Any], *, now: datetime) -> Finding | None:
-        group, kind = text(crd, "spec", "group"), text(crd, "spec", "names", "kind")
-        existing = {k: self._store.raw(k) for k in self._store.raw_of_kind(group, kind)}
-        found = self._deleted.of_kind(group, kind, now=now)
-        found.update((k, subject_of(obj)) for k, obj in existing.items() if obj is not None)
-        orphans = [subject for _, subject in sorted(found.items())]
-        claimers = [s.name for s in self._config.controllers if group in s.groups]
-        running = self._controllers.running()
-        reconcilers = [name for name in claimers if name in running] or claimers
-        return crd_removed(crd, orphans=orphans, reconcilers=reconcilers, now=now, config=self._config)
-
     # -- Time ----------------------------------------------------------------------------------
 
     def _pop_due(self, now: datetime) -> None:
         objects = self._objects_due.pop_due(now)
         controllers = self._controllers.pop_due(now)
-        removals = self._removals_due.pop_due(now)
+        removals = self._removals.pop_due(now)
         if objects or controllers or removals:
             self._changed = self._recheck = True
             self._dirty.update(objects)
-            for key in removals:
-                self._removals.pop(key, None)
 
     # -- Evaluation ----------------------------------------------------------------------------
 
@@ -341,7 +294,7 @@ class HealthModel:
                 candidates,
                 view=reads,
                 controllers=self._controllers.visible(),
-                removals=[r.finding for _, r in sorted(self._removals.items())],
+                removals=self._removals.findings(),
                 config=self._config,
                 now=now,
                 satellites=self._satellites.candidates,
@@ -395,12 +348,12 @@ class HealthModel:
             self._reject(key, "o", [])
             return
         ctx = Ctx(now, self._config, self._store.get, self._pods)
-        down = self._controllers.claims.claim(key.group, key.kind).down if gitops else None
+        claim = self._controllers.claims.claim(key.group, key.kind) if gitops else None
         rejected = dropped_fields(obj)
         try:
-            findings = local_findings(obj, ctx, gitops=gitops, down=down)
-            health = self._object_health(obj, key) if gitops else None
-            revision = _revision_info(obj, ctx) if gitops else None
+            findings = local_findings(obj, ctx, gitops=gitops, down=claim.down if claim is not None else None)
+            health = object_health(obj, claim) if claim is not None else None
+            revision = revision_info(obj, ctx) if gitops else None
         except Exception as error:  # set this object aside, judge the rest
             findings, health, revision = [], None, None
             ctx.pending.clear()
@@ -431,25 +384,3 @@ class HealthModel:
                 self._changed = True
                 return
         self._candidates_changed = True
-
-    def _object_health(self, obj: Mapping[str, Any], key: Key) -> ObjectHealth:
-        status = compute_status(obj)
-        claim = self._controllers.claims.claim(key.group, key.kind)
-        return ObjectHealth(
-            subject=subject_of(obj),
-            status=status.status,
-            reason=status.reason,
-            stale=claim.down is not None,
-            controller=claim.name,
-            last_transition=transition(condition(obj, "Ready")) or newest_transition(obj),
-        )
-
-
-def _revision_info(obj: Mapping[str, Any], ctx: Ctx) -> RevisionInfo | None:
-    if obj["kind"] not in APPLIERS:
-        return None
-    revs = ctx.revisions(obj)
-    if revs.source is None:
-        return None
-    source = f"{revs.source.kind}/{revs.source.namespace}/{revs.source.name}"
-    return RevisionInfo(subject_of(obj), source, revs.revision, revs.applied)
