@@ -94,9 +94,9 @@ class Pacing:
     """
 
     SHARE = 39
-    """Wait 39 times a pass's cost after it: evaluation uses at most 2.5% of a core under churn
-    (bench/cpu.py: at 10k objects and ~110 status writes/s a pass costs about 16 ms of CPU, so
-    changes wait `longest` then; kube-state-metrics spends about 0.06 cores on the same churn)."""
+    """Wait 39 times a pass's cost after it: evaluation uses at most 2.5% of a core under churn.
+    At 10k objects under the benchmark's churn a pass costs 10-20 ms of CPU, so changes then
+    wait `longest` (BENCHMARKS.md, "CPU under churn, like for like")."""
 
     def __init__(self, *, debounce: float, longest: float) -> None:
         self.debounce, self.longest = debounce, longest
