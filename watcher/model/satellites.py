@@ -28,7 +28,7 @@ class Satellites:
 
     def __init__(self) -> None:
         self.candidates: dict[Key, Finding] = {}
-        """Passed to correlate(), which promotes those it asks about."""
+        """Passed to Correlator.run(), which promotes those it asks about."""
         self.moved = False
         """A satellite changed in place since the last merge: the output must be merged again."""
         self._moved: set[Key] = set()
