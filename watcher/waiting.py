@@ -308,6 +308,7 @@ async def wait_for(
             grace=limits.grace,
             blind=Blind(reason, blind_since) if reason and blind_since is not None else None,
             blind_window=limits.blind,
+            served=set(telemetry.kinds),
         )
 
     await watcher.start()

@@ -28,6 +28,7 @@ from watcher.model.convergence import Blind, Outcome, Verdict, judge
 from watcher.model.engine import HealthModel
 from watcher.model.graph import Store
 from watcher.model.projection import project
+from watcher.model.subtree import State
 from watcher.model.targets import Target, TargetError, check_revision, parse_target
 
 Obj = dict[str, Any]
@@ -46,6 +47,7 @@ def verdict(
     timeout: timedelta = timedelta(minutes=5),
     grace: timedelta = timedelta(minutes=1),
     blind: Blind | None = None,
+    served: set[tuple[str, str]] | None = None,
 ) -> Verdict:
     """judge() over the model fed `objects`, as the wait's loop calls it."""
     model, store = HealthModel(), Store()
@@ -55,7 +57,14 @@ def verdict(
         store.put(projected)
     evaluation = model.evaluate(now)
     return judge(
-        targets, view=store, evaluation=evaluation, now=now, deadline=now + timeout, grace=grace, blind=blind
+        targets,
+        view=store,
+        evaluation=evaluation,
+        now=now,
+        deadline=now + timeout,
+        grace=grace,
+        blind=blind,
+        served=served,
     )
 
 
@@ -214,6 +223,17 @@ def test_a_target_is_not_current_until_reconciled_at_the_revision(status: Obj | 
         root["status"] = {"observedGeneration": 1, **status}
     found = verdict([source(NS, REV_B), root])
     assert (found.outcome, found.objects[0].reason) == (Outcome.WAITING, reason)
+
+
+def test_a_child_of_a_kind_not_served_is_unknown_and_never_converged() -> None:
+    vpc = entry(NS, "vpc", "Terraform", "infra.contrib.fluxcd.io")
+    served = {(KS, "Kustomization"), ("source.toolkit.fluxcd.io", "GitRepository")}
+    found = verdict([source(NS, REV_B), kustomization(NS, "apps", applied(REV_B, vpc))], served=served)
+    assert (found.outcome, found.objects[1].state) == (Outcome.WAITING, State.UNKNOWN)
+    assert found.objects[1].reason == (
+        "not judged: Terraform.infra.contrib.fluxcd.io is not served by this API server "
+        "(is its CRD installed?)"
+    )
 
 
 def test_a_suspended_target_fails_at_once() -> None:

@@ -13,7 +13,7 @@ has not converged (an old finding elsewhere in it does not fail a rollout that m
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -73,8 +73,10 @@ def judge(
     grace: timedelta,
     blind: Blind | None = None,
     blind_window: timedelta = timedelta(seconds=30),
+    served: Collection[tuple[str, str]] | None = None,
 ) -> Verdict:
-    """The verdict at `now`; `targets` carry the revision each must reach ("" = none known yet)."""
+    """The verdict at `now`; `targets` carry the revision each must reach ("" = none known yet).
+    `served`: the (group, kind)s the watcher lists (an object of another kind cannot be seen)."""
     if blind is not None or evaluation is None:
         reason = blind.reason if blind is not None else "no evaluation yet"
         since = blind.since if blind is not None else now
@@ -85,7 +87,7 @@ def judge(
     if missing:
         names = ", ".join(describe(t.key) for t in missing)
         return Verdict(Outcome.CANNOT_WAIT, f"not found: {names}")
-    asked = Asked(view, now, grace, _wanted(targets, view))
+    asked = Asked(view, now, grace, _wanted(targets, view), served)
     health = {subject_key(h.subject): h for h in evaluation.objects}
     rejected = {subject_key(r.subject): r.message for r in evaluation.rejected}
     objects, sources = walk([t.key for t in targets], asked, health=health, rejected=rejected)

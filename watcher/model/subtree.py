@@ -13,7 +13,7 @@ dependency (spec.dependsOn, outside the subtree) that is not Ready and failed so
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -48,7 +48,7 @@ class State(StrEnum):
     STALE = "stale"
     MISSING = "missing"
     UNKNOWN = "unknown"
-    """Not judged: the object could not be read in full (rejected)."""
+    """Not judged: the object could not be read in full (rejected), or its kind is not served."""
 
 
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet")
@@ -91,6 +91,8 @@ class Asked:
     grace: timedelta
     wanted: Mapping[Key, str]
     """Revision asked of each target and of each source a target applies from."""
+    served: Collection[tuple[str, str]] | None = None
+    """The (group, kind)s the API server serves and the watcher lists; None: every kind."""
     pods: dict[str, dict[Key, list[Key]]] = field(default_factory=dict)
     """Per namespace, its Pods by owning workload (filled as the walk needs them)."""
 
@@ -115,7 +117,7 @@ def walk(
             states.append(ObjectState(key, State.UNKNOWN, f"not judged: {rejected[key]}", parent=parent))
             continue
         if obj is None:
-            states.append(ObjectState(key, State.MISSING, "not created yet", parent=parent))
+            states.append(_absent(key, ctx, parent))
             continue
         if obj["kind"] == "Pod" and (is_deleting(obj) or _replaced_and_done(obj)):
             continue
@@ -134,6 +136,14 @@ def walk(
                     states.append(blocking)
         queue.extend((child, key) for child in _CHILDREN.get(obj["kind"], _none)(obj, ctx))
     return states, sources
+
+
+def _absent(key: Key, ctx: Asked, parent: Key | None) -> ObjectState:
+    """Not there: not created yet, or of a kind nobody can see here (never taken as fine)."""
+    if ctx.served is None or (key.group, key.kind) in ctx.served:
+        return ObjectState(key, State.MISSING, "not created yet", parent=parent)
+    why = f"not judged: {key.kind}.{key.group} is not served by this API server (is its CRD installed?)"
+    return ObjectState(key, State.UNKNOWN, why, parent=parent)
 
 
 def _blocking(key: Key, parent: Key, ctx: Asked, health: Mapping[Key, ObjectHealth]) -> ObjectState | None:
