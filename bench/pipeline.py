@@ -7,7 +7,7 @@ churn as MODIFIED; the raw lines are written to a file exactly as they arrived.
 Measuring (`python -m bench.pipeline STREAM`), pinned to one CPU:
   * stalewatch: decode (the reflector's typed fast path, which falls back to orjson.loads ->
     project()) -> HealthModel.upsert -> evaluate, the way the watcher runs
-    it (one evaluation per 50 ms of work: its debounce), with an evaluate() after EVERY event
+    it (its passes paced as LiveModel paces them), with an evaluate() after EVERY event
     (the worst case), and ingest only (one evaluation at the end);
   * kubernetes-asyncio: Watch.unmarshal_event for the same lines into its default models
     (V1Pod, V1Deployment, CoreV1Event, ...; custom resources stay dicts, as it returns them);
@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import contextlib
 import gc
+import inspect
 import os
 import statistics
 import sys
@@ -37,7 +38,7 @@ import orjson
 from kubernetes_asyncio.client import ApiClient
 
 from watcher.kube.client import get
-from watcher.kube.live import SyncCollections
+from watcher.kube.live import LiveModel, Pacing, SyncCollections
 from watcher.kube.resources import BUILT_IN, Resource
 from watcher.model.engine import HealthModel
 from watcher.model.fastpath import fast_path
@@ -160,8 +161,11 @@ def replay_clock(lines: list[bytes]) -> datetime | None:
     return newest
 
 
-DEBOUNCE = 0.05
-"""The live watcher's debounce (LiveModel's default): at most one evaluation per 50 ms of work."""
+_LIVE = inspect.signature(LiveModel.__init__).parameters
+DEBOUNCE, LONGEST = _LIVE["debounce"].default, _LIVE["longest"].default
+"""The live watcher's pacing, LiveModel's defaults: a pass at least `debounce` after a change;
+under a stream of changes the next pass waits 39 times the last one's CPU cost (evaluation at
+most 2.5% of a core), but never more than `longest` (watcher.kube.live.Pacing)."""
 CLOCK_EVERY = 16
 """Events between looks at the CPU clock (a system call of about 1 us, which the watcher, timed
 by its event loop, does not make per event); 16 events are well under a millisecond of work."""
@@ -169,8 +173,9 @@ by its event loop, does not make per event); 16 events are well under a millisec
 
 def stalewatch_pass(lines: list[Line], *, evaluate: str, now: datetime) -> float:
     """CPU seconds to push every line through decode -> project -> model -> evaluate, where
-    `evaluate` is "each" (after every event: the worst case), "live" (as the watcher does: once
-    per DEBOUNCE of work) or "end" (ingest only, one evaluation at the end). Garbage collection
+    `evaluate` is "each" (after every event: the worst case), "live" (paced as the watcher paces
+    its passes, the watcher's own Pacing on this process's CPU clock: events never stop coming in
+    a replay) or "end" (ingest only, one evaluation at the end). Garbage collection
     follows the watcher's policy (SyncCollections): full collections wait for the initial replay
     (every kind's ADDED events, see synced_at), which ends in one collection and a freeze,
     counted here as the watcher pays it."""
@@ -179,7 +184,9 @@ def stalewatch_pass(lines: list[Line], *, evaluate: str, now: datetime) -> float
     collections.defer()
     synced = synced_at(lines)
     clock = time.process_time
-    started = last = clock()
+    pacing = Pacing(debounce=DEBOUNCE, longest=LONGEST)
+    started = clock()
+    due = started + pacing.delay(started)
     for index, line in enumerate(lines):
         kind, obj = decode(line)
         if index > synced and not collections.frozen:
@@ -191,9 +198,12 @@ def stalewatch_pass(lines: list[Line], *, evaluate: str, now: datetime) -> float
             model.upsert(obj, now=now)
         if evaluate == "each":
             model.evaluate(now)
-        elif evaluate == "live" and index % CLOCK_EVERY == 0 and clock() - last >= DEBOUNCE:
+        elif evaluate == "live" and index % CLOCK_EVERY == 0 and clock() >= due:
+            begun = clock()
             model.evaluate(now)
-            last = clock()
+            ended = clock()
+            pacing.passed(ended=ended, cost=ended - begun)
+            due = ended + pacing.delay(ended)
     model.evaluate(now)
     elapsed = clock() - started
     collections.restore()
@@ -214,12 +224,13 @@ def _churn_costs(model: HealthModel, churn: list[Mapping[str, Any]], *, now: dat
 
 
 def scaling(
-    lines: list[Line], *, now: datetime, ended: datetime, sample: int | None = None
+    lines: list[Line], *, now: datetime, ended: datetime, sample: int | None = None, incidents: int = 200
 ) -> dict[str, float]:
     """Per-event cost (upsert + evaluate) of the churn, with the whole cluster loaded; then the
     same during an incident: ten minutes after the recording `ended` every controller's leader
     Lease has expired, so every controller is down and every GitOps object carries a finding.
-    With `sample`, only the first `sample` churn events are timed (bench/envelope.py at 200k)."""
+    With `sample`, only the first `sample` churn events are timed, and `incidents` of them during
+    the incident (bench/envelope.py at 200k)."""
     model = HealthModel(ModelConfig())
     churn = []
     for line in lines:
@@ -236,7 +247,7 @@ def scaling(
     started = time.process_time()
     incident = model.evaluate(later)
     first = time.process_time() - started
-    during = _churn_costs(model, churn[: min(200, sample or 200)], now=later)
+    during = _churn_costs(model, churn[:incidents], now=later)
     return {
         "churn_events": len(costs),
         "churn_event_us_mean": statistics.fmean(costs) * 1e6,

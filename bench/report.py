@@ -171,7 +171,7 @@ def render(
         [
             ("events in the stream", _num("pipeline", "events")),
             (
-                "stalewatch: decode + project + upsert + evaluate as the watcher does (every 50 ms)",
+                "stalewatch: decode + project + upsert + evaluate, passes paced as the watcher paces them",
                 _num("pipeline", "stalewatch_events_per_s", unit=" ev/s"),
             ),
             (
