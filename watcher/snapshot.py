@@ -29,7 +29,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from watcher.inputs import InputError, Refused, read_path, read_stream, shape_problem, yaml_documents
-from watcher.model.projection import MalformedObject, project
+from watcher.model.projection import project_or_problem
 
 MAX_FILE_BYTES = 256 * 1024 * 1024
 MAX_DEPTH = 100
@@ -100,12 +100,8 @@ def load_snapshot(
 
 def _project(obj: dict[str, Any]) -> dict[str, Any] | str:
     """The projection, or why the model cannot use the object."""
-    try:
-        return project(obj)
-    except MalformedObject as error:
-        return str(error)
-    except Exception as error:  # the model tripped on odd input: report it, never crash analyze
-        return f"could not be projected ({type(error).__name__}: {error}); this is a stalewatch bug"
+    projected, problem = project_or_problem(obj)
+    return problem if projected is None else projected
 
 
 def _sources(arg: str, errors: list[LoadError]) -> Iterator[tuple[str, Path | None, bool]]:

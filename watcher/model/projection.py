@@ -36,7 +36,6 @@ from typing import Any, NoReturn
 
 from watcher.model.schema import (
     EVENTS_V1_RENAMES,
-    INT64,
     Bool,
     Field,
     Int,
@@ -62,11 +61,12 @@ class MalformedObject(ValueError):
     """The object cannot be used; the message is one line naming the object and the field."""
 
 
-class _Drop(Exception):
-    """A lenient field was wrong: leave it out and keep the object."""
+class _Drop(ValueError):
+    """A lenient field was wrong: leave it out and keep the object. (This and _Located are
+    ValueErrors: the fast path, which calls some of these checks, then takes the slow path.)"""
 
 
-class _Located(Exception):
+class _Located(ValueError):
     """Raised from a field; each enclosing level adds its step to `path` on the way out."""
 
     def __init__(self, problem: str) -> None:
@@ -105,7 +105,9 @@ def _reject(strict: bool, problem: str) -> NoReturn:
     raise _Drop
 
 
-def _str(limit: int | None = None, *, strict: bool = False, intern: bool = False) -> Check:
+def _str(node: Str) -> Check:
+    limit, strict, intern = node.limit, node.strict, node.intern
+
     def check(value: Any) -> Any:
         if not isinstance(value, str):
             _reject(strict, "is not a string")
@@ -120,10 +122,9 @@ def _str(limit: int | None = None, *, strict: bool = False, intern: bool = False
     return check
 
 
-def _int(
-    strict: bool = False, *, limit: int = INT64, reason: RejectReason = RejectReason.INTEGER_OUT_OF_RANGE
-) -> Check:
+def _int(node: Int) -> Check:
     """An integer in [-limit, limit) (int64 by default, as the API server stores them)."""
+    strict, limit, reason = node.strict, node.limit, node.reason
 
     def check(value: Any) -> Any:
         if type(value) is not int:  # bool is an int subclass, and not a count
@@ -133,15 +134,11 @@ def _int(
             _reject(strict, "is not an integer")
         if not -limit <= value < limit:
             if strict:
-                raise _Malformed(f"is out of range ({_cut(value)})")
+                raise _Malformed(f"is out of range ({repr(value)[:VALUE_LIMIT]})")
             raise _OutOfRange(reason, value)
         return value
 
     return check
-
-
-def _cut(value: Any) -> str:
-    return repr(value)[:VALUE_LIMIT]
 
 
 def _bool(value: Any) -> Any:
@@ -165,12 +162,12 @@ def _time(value: Any) -> Any:
         moment = datetime.fromisoformat(value)
     except ValueError:
         raise _Drop from None
-    if not in_utc_range(moment):
+    if not _in_utc_range(moment):
         raise _OutOfRange(RejectReason.TIME_OUT_OF_RANGE, value)
     return value
 
 
-def in_utc_range(moment: datetime) -> bool:
+def _in_utc_range(moment: datetime) -> bool:
     """Whether this moment exists in UTC (only one in year 1 or 9999 with an offset may not)."""
     if moment.year not in (1, 9999) or moment.tzinfo is None:
         return True
@@ -181,10 +178,9 @@ def in_utc_range(moment: datetime) -> bool:
     return True
 
 
-def _labels(
-    limit: int, *, keep: Callable[[str], bool] | None = None, value_limit: int | None = None
-) -> Check:
+def _labels(node: Labels) -> Check:
     """A str->str map; entries with other values are dropped, too many is malformed."""
+    limit, keep, value_limit = node.limit, node.keep, node.value_limit
 
     def check(value: Any) -> Any:
         if not isinstance(value, Mapping):
@@ -192,7 +188,7 @@ def _labels(
         kept = {
             sys.intern(k): sys.intern(v) if value_limit is None else v[:value_limit]
             for k, v in value.items()
-            if isinstance(k, str) and isinstance(v, str) and (keep is None or keep(k))
+            if isinstance(k, str) and isinstance(v, str) and (not keep or k.startswith(keep))
         }
         if len(kept) > limit:
             raise _Malformed(f"has {len(kept)} entries (more than {limit})")
@@ -201,16 +197,12 @@ def _labels(
     return check
 
 
-def _obj(
-    fields: Mapping[str, Check],
-    *,
-    strict: bool = False,
-    required: tuple[str, ...] = (),
-    keep_empty: bool = True,
-) -> Check:
+def _obj(node: Obj) -> Check:
     """A mapping of known fields. `strict`: a non-mapping is malformed (else dropped).
     `required`: without these entries, this (lenient) entry is dropped; so is an empty
     result unless `keep_empty` (an empty mapping can be a marker, e.g. state.running)."""
+    fields = {name: compiled(field) for name, field in node.fields.items()}
+    strict, required, keep_empty = node.strict, node.required, node.keep_empty
 
     def check(value: Any) -> Any:
         if type(value) is not dict and not isinstance(value, Mapping):
@@ -237,32 +229,28 @@ def _obj(
     return check
 
 
-def _list(
-    item: Check,
-    *,
-    limit: int,
-    strict: bool = False,
-    truncate: bool = False,
-    only: Callable[[Any], bool] | None = None,
-) -> Check:
-    """A list. Longer than `limit` is malformed, or cut when `truncate`; `only` filters entries first."""
+def _list(node: List) -> Check:
+    """A list. Longer than `limit` is malformed, or cut when `truncate`; entries of other `types`
+    (a mapping's "type") are left out first."""
+    item, limit, strict, truncate = compiled(node.item), node.limit, node.strict, node.truncate
+    types = node.types
 
     def check(value: Any) -> Any:
         if not isinstance(value, list):
             _reject(strict, "is not a list")
-        # (index as written, entry): a bad entry's path must name it in the object itself
-        entries: Sequence[Any]
-        if only is not None:
-            entries = [(index, entry) for index, entry in enumerate(value) if only(entry)]
-            count = len(entries)
-        else:
-            entries, count = value, len(value)
-        if count > limit:
+        entries: Sequence[Any] = value
+        if types is not None:  # (index as written, entry): a bad entry's path must name it in the object
+            entries = [
+                (index, entry)
+                for index, entry in enumerate(value)
+                if type(entry) is not dict or (isinstance(entry.get("type"), str) and entry["type"] in types)
+            ]
+        if len(entries) > limit:
             if not truncate:
-                raise _Malformed(f"has {count} entries (more than {limit})")
+                raise _Malformed(f"has {len(entries)} entries (more than {limit})")
             entries = entries[:limit]
         out = []
-        for index, entry in entries if only is not None else enumerate(entries):
+        for index, entry in entries if types is not None else enumerate(entries):
             try:
                 out.append(item(entry))
             except _Drop:
@@ -276,6 +264,15 @@ def _list(
 
 
 _COMPILED: dict[int, tuple[Field, Check]] = {}
+_COMPILERS: dict[type, Callable[[Any], Check]] = {
+    Str: _str,
+    Int: _int,
+    Bool: lambda n: _bool,
+    Time: lambda n: _time,
+    Labels: _labels,
+    Obj: _obj,
+    List: _list,
+}
 
 
 def compiled(node: Field) -> Check:
@@ -284,44 +281,6 @@ def compiled(node: Field) -> Check:
     if known is None:
         known = _COMPILED[id(node)] = (node, _COMPILERS[type(node)](node))
     return known[1]
-
-
-def _compile_obj(node: Obj) -> Check:
-    fields = {name: compiled(field) for name, field in node.fields.items()}
-    return _obj(fields, strict=node.strict, required=node.required, keep_empty=node.keep_empty)
-
-
-def _compile_list(node: List) -> Check:
-    only = None
-    if node.types is not None:
-        types = node.types
-
-        def only(c: Any) -> bool:
-            return type(c) is not dict or (isinstance(c.get("type"), str) and c["type"] in types)
-
-    return _list(compiled(node.item), limit=node.limit, strict=node.strict, truncate=node.truncate, only=only)
-
-
-def _compile_labels(node: Labels) -> Check:
-    keep = None
-    if node.keep:
-        prefixes = node.keep
-
-        def keep(key: str) -> bool:
-            return key.startswith(prefixes)
-
-    return _labels(node.limit, keep=keep, value_limit=node.value_limit)
-
-
-_COMPILERS: dict[type, Callable[[Any], Check]] = {
-    Str: lambda n: _str(n.limit, strict=n.strict, intern=n.intern),
-    Int: lambda n: _int(n.strict, limit=n.limit, reason=n.reason),
-    Bool: lambda n: _bool,
-    Time: lambda n: _time,
-    Labels: _compile_labels,
-    Obj: _compile_obj,
-    List: _compile_list,
-}
 
 
 def project(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -341,6 +300,17 @@ def project(obj: Mapping[str, Any]) -> dict[str, Any]:
         namespace = metadata.get("namespace")
         where = f"{kind} {namespace}/{metadata['name']}" if namespace else f"{kind} {metadata['name']}"
         raise MalformedObject(f"{where}: {error.where()} {error.problem}") from None
+
+
+def project_or_problem(obj: Any) -> tuple[dict[str, Any] | None, str]:
+    """(the projection, "") or (None, why the model cannot use the object), never an exception:
+    for the watcher and `stalewatch analyze`, which set the object aside and go on."""
+    try:
+        return project(obj), ""
+    except MalformedObject as error:
+        return None, str(error)
+    except Exception as error:  # the model tripped on odd input: a bug, but the rest must go on
+        return None, f"could not be projected ({type(error).__name__}: {error}); this is a stalewatch bug"
 
 
 def _project(

@@ -1,32 +1,26 @@
 """A typed fast path from watch lines and list pages straight to project()'s projection.
 
 Decoding a 5 KiB Pod with orjson builds every field (managedFields, spec, IPs) only for
-project() to drop most of it: about 30 us of decode and 30 us of projection per event,
-plus the garbage collector chasing the discarded objects. Here msgspec decodes into
-Structs that declare only the projected fields, so everything else is skipped in C, and
-the Structs carry the limits project() enforces (lengths, entry counts, integer ranges).
-The few rules a Struct cannot state (Pod conditions kept by type, interned tokens,
-annotations kept by prefix, truncated lists, parseable timestamps, events.k8s.io names)
-are applied after decoding, on the handful of fields that survive.
+project() to drop most of it, and the garbage collector then chases the discarded objects.
+Here msgspec decodes into Structs generated from schema.py (shapes.py), the declaration
+project() is compiled from too: they declare only the projected fields, with project()'s
+bounds, so everything else is skipped in C and the few rules a type cannot state are applied
+to what survives.
 
-The Structs and their steps are generated from schema.py, the declaration project() is
-compiled from too (fastpath/shapes.py), so the two read the same fields with the same bounds.
+The fast path only answers when it is sure the result EQUALS project() of the same object.
+Whenever it is not (a null, a wrong type, an over-long value, an entry project() would drop,
+an ERROR event), decode() takes the slow path (orjson.loads + project()), so every lenient
+and strict rule and every MalformedObject message keeps its meaning.
 
-The fast path only answers when it is sure the result EQUALS project() of the same
-object. Whenever it is not (a null, a wrong type, an over-long value, an entry project()
-would drop, an ERROR event), it answers None and the caller takes the slow path
-(orjson.loads + project()), so every lenient and strict rule and every MalformedObject
-message keeps its meaning.
-
-A Pod that is running and ready with nothing failing (kinds.healthy(), by far the usual Pod)
-is not built as dicts at all: it is encoded straight into the Store's packed form
-(graph.Packed), which the model keeps without judging it again (HealthModel.upsert). So is
-every ReplicaSet, which no rule judges.
+A Pod running and ready with nothing failing (by far the usual Pod), and every ReplicaSet, is
+not built as dicts at all but encoded straight into the Store's packed form (graph.Packed),
+which the model keeps without judging it again (HealthModel.upsert).
 """
 
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Mapping
 from typing import Any, Generic, Literal, NamedTuple, TypeVar
 
@@ -35,10 +29,10 @@ import orjson
 from msgspec import Struct
 
 from watcher.model.fastpath.kinds import event_fields, healthy
-from watcher.model.fastpath.shapes import Unsure, intern, kind_shape
+from watcher.model.fastpath.shapes import Unsure, kind_shape
 from watcher.model.graph import Packed, pack
 from watcher.model.objects import Key
-from watcher.model.projection import MalformedObject, project
+from watcher.model.projection import project_or_problem
 from watcher.model.schema import EVENT_KINDS, kind_schema
 
 ObjectKey = tuple[str, str]
@@ -114,15 +108,13 @@ class FastPath:
     (list items carry neither), exactly as the reflector sets them before project()."""
 
     def __init__(self, api_version: str, kind: str) -> None:
-        self.api_version, self.kind = intern(api_version), intern(kind)
+        self.api_version, self.kind = sys.intern(api_version), sys.intern(kind)
         self._group = api_version.rpartition("/")[0]
-        schema = kind_schema(self._group, kind)
-        shape = kind_shape(schema)
-        self._fix, self._check, self._intern = shape.fix, shape.check, shape.intern
+        shape = kind_shape(kind_schema(self._group, kind))
+        self._fix, self._check = shape.fix, shape.check
         self._watch: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_Watch[shape.struct])  # type: ignore[name-defined]
         self._list: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_List[shape.struct])  # type: ignore[name-defined]
         self._event = (self._group, kind) in EVENT_KINDS
-        self._sections = tuple(name for name in schema.sections if name)
         self._pod = (self._group, kind) == ("", "Pod")
         self._packs = (self._group, kind) == ("apps", "ReplicaSet")
         """No rule judges a ReplicaSet (it only links Pods to their Deployment): it comes packed."""
@@ -174,16 +166,9 @@ class FastPath:
         """(key, projection or None, problem) of an object as orjson read it."""
         meta = metadata_of(raw)
         key = (str(meta.get("namespace") or ""), str(meta.get("name") or meta.get("uid") or "?"))
-        if not isinstance(raw, dict):
-            return key, None, "object is not a mapping"
-        raw["apiVersion"], raw["kind"] = self.api_version, self.kind
-        try:
-            return key, project(raw), ""
-        except MalformedObject as error:
-            return key, None, str(error)
-        except Exception as error:  # the model tripped on odd input: set it aside, never stop the watch
-            problem = f"could not be projected ({type(error).__name__}: {error}); this is a stalewatch bug"
-            return key, None, problem
+        if isinstance(raw, dict):
+            raw["apiVersion"], raw["kind"] = self.api_version, self.kind
+        return (key, *project_or_problem(raw))
 
     def event(self, line: bytes) -> Decoded | None:
         """The decoded event, or None when only the slow path can be sure."""
@@ -218,11 +203,9 @@ class FastPath:
             self._check(obj)
             if healthy(obj):
                 return key, Packed(Key(self._group, self.kind, *key), pack(obj))
-            self._intern(obj)
-        else:
-            self._fix(obj)
+        self._fix(obj)
         fields = msgspec.to_builtins(obj)
-        out = event_fields(fields) if self._event else _without_empty(fields, self._sections)
+        out = event_fields(fields) if self._event else fields
         if self._packs:
             return key, Packed(Key(self._group, self.kind, *key), pack(out))
         return key, out
@@ -232,14 +215,6 @@ def metadata_of(raw: Any) -> Mapping[str, Any]:
     """An object's metadata as written ({} when missing or not a mapping)."""
     meta = raw.get("metadata") if isinstance(raw, dict) else None
     return meta if isinstance(meta, dict) else {}
-
-
-def _without_empty(fields: dict[str, Any], sections: tuple[str, ...]) -> dict[str, Any]:
-    """project() leaves out a spec or status with nothing kept in it."""
-    for name in sections:
-        if name in fields and not fields[name]:
-            del fields[name]
-    return fields
 
 
 @functools.cache

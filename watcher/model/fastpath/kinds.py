@@ -37,10 +37,10 @@ def healthy(pod: Any) -> bool:
 
 
 def event_fields(fields: dict[str, Any]) -> dict[str, Any]:
-    """The core/v1 spelling of each field, nulls and empty strings left out."""
+    """The core/v1 spelling of each field."""
     for old, new in EVENTS_V1_RENAMES.items():
         if old in fields:
             if new in fields:
                 raise Unsure(f"both {old} and {new}: which wins depends on their order")
             fields[new] = fields.pop(old)
-    return {k: v for k, v in fields.items() if v is not None and v != ""}
+    return fields
