@@ -262,6 +262,8 @@ EDGES = [
     pytest.param(_ks(spec__dependsOn=[{"namespace": "x"}]), False, id="depends-on-without-name-is-dropped"),
     pytest.param(_ks(status__inventory={"entries": [{"id": ""}]}), False, id="inventory-entry-without-id"),
     pytest.param(_events_v1(message="core spelling too"), False, id="event-with-both-spellings"),
+    pytest.param(_events_v1(message=""), False, id="event-with-both-spellings-the-later-empty"),
+    pytest.param(_core_event(note="v1 spelling"), False, id="core-event-with-a-v1-spelling"),
     pytest.param(_ks(metadata__name="n" * 300), False, id="over-long-name-is-malformed"),
     pytest.param(_ks(metadata__name=""), False, id="no-name-is-malformed"),
     pytest.param(_ks(metadata__generation="2"), False, id="generation-not-an-integer-is-malformed"),

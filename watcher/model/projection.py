@@ -147,9 +147,18 @@ def _bool(value: Any) -> Any:
     return value
 
 
+_TIMES: dict[str, str] = {}
+"""Timestamps already checked, each to the first copy seen: objects share most of theirs (a
+Pod's conditions usually carry its start time, Pods created together the same second), so a
+check is mostly a lookup and the kept copies are shared like interned strings."""
+_TIMES_LIMIT = 8192
+
+
 def _time(value: Any) -> Any:
     """RFC3339 strings are kept as written; YAML-parsed datetimes are spelled back out. A time
     that is no moment in UTC (9999-12-31T23:59:59-01:00) is out of range."""
+    if type(value) is str and (known := _TIMES.get(value)) is not None:
+        return known
     if isinstance(value, datetime):
         moment = value if value.tzinfo else value.replace(tzinfo=UTC)
         try:
@@ -164,6 +173,9 @@ def _time(value: Any) -> Any:
         raise _Drop from None
     if not _in_utc_range(moment):
         raise _OutOfRange(RejectReason.TIME_OUT_OF_RANGE, value)
+    if len(_TIMES) >= _TIMES_LIMIT:
+        _TIMES.clear()
+    _TIMES[value] = value
     return value
 
 

@@ -313,7 +313,6 @@ def _built_in(spec: Mapping[str, Field] | None = None, status: Obj = _GENERIC_ST
     return Kind(METADATA, {"spec": Obj(spec or {}), "status": status})
 
 
-EVENT_KINDS = {("", "Event"), ("events.k8s.io", "Event")}
 _EVENT = Kind(
     METADATA_WITHOUT_HISTORY,
     {
@@ -341,6 +340,11 @@ EVENTS_V1_RENAMES = {
     "deprecatedLastTimestamp": "lastTimestamp",
 }
 """events.k8s.io/v1 spells the core/v1 fields differently; projections use the core/v1 names."""
+EVENT_KINDS: dict[tuple[str, str], Mapping[str, str]] = {
+    ("", "Event"): {},
+    ("events.k8s.io", "Event"): EVENTS_V1_RENAMES,
+}
+"""Each Event kind, with the renames from the spelling the API server writes it in."""
 
 KINDS: dict[tuple[str, str], Kind] = {
     **dict.fromkeys(

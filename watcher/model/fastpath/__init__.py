@@ -28,12 +28,12 @@ import msgspec
 import orjson
 from msgspec import Struct
 
-from watcher.model.fastpath.kinds import event_fields, healthy
+from watcher.model.fastpath.kinds import healthy
 from watcher.model.fastpath.shapes import Unsure, kind_shape
 from watcher.model.graph import Packed, pack
 from watcher.model.objects import Key
 from watcher.model.projection import project_or_problem
-from watcher.model.schema import EVENT_KINDS, kind_schema
+from watcher.model.schema import EVENT_KINDS
 
 ObjectKey = tuple[str, str]
 """(namespace, name) within one kind."""
@@ -110,11 +110,10 @@ class FastPath:
     def __init__(self, api_version: str, kind: str) -> None:
         self.api_version, self.kind = sys.intern(api_version), sys.intern(kind)
         self._group = api_version.rpartition("/")[0]
-        shape = kind_shape(kind_schema(self._group, kind))
-        self._fix, self._check = shape.fix, shape.check
-        self._watch: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_Watch[shape.struct])  # type: ignore[name-defined]
-        self._list: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_List[shape.struct])  # type: ignore[name-defined]
-        self._event = (self._group, kind) in EVENT_KINDS
+        struct, self._fix, self._check = kind_shape(self._group, kind)
+        self._watch: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_Watch[struct])  # type: ignore[valid-type]
+        self._list: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_List[struct])  # type: ignore[valid-type]
+        self._renames = EVENT_KINDS.get((self._group, kind))
         self._pod = (self._group, kind) == ("", "Pod")
         self._packs = (self._group, kind) == ("apps", "ReplicaSet")
         """No rule judges a ReplicaSet (it only links Pods to their Deployment): it comes packed."""
@@ -204,8 +203,9 @@ class FastPath:
             if healthy(obj):
                 return key, Packed(Key(self._group, self.kind, *key), pack(obj))
         self._fix(obj)
-        fields = msgspec.to_builtins(obj)
-        out = event_fields(fields) if self._event else fields
+        out = msgspec.to_builtins(obj)
+        if self._renames:  # an events.k8s.io Event, under its core/v1 names
+            out = {self._renames.get(name, name): value for name, value in out.items()}
         if self._packs:
             return key, Packed(Key(self._group, self.kind, *key), pack(out))
         return key, out

@@ -1,14 +1,10 @@
-"""The two kinds whose fast path needs code of its own: a healthy Pod, packed on decode, and
-an Event, read under its core/v1 names whichever spelling it came in."""
+"""The kind whose fast path needs code of its own: a healthy Pod, packed on decode."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from msgspec import UNSET
-
-from watcher.model.fastpath.shapes import Unsure
-from watcher.model.schema import EVENTS_V1_RENAMES
 
 
 def healthy(pod: Any) -> bool:
@@ -34,13 +30,3 @@ def healthy(pod: Any) -> bool:
             if last is not UNSET and last.reason == "OOMKilled":
                 return False
     return True
-
-
-def event_fields(fields: dict[str, Any]) -> dict[str, Any]:
-    """The core/v1 spelling of each field."""
-    for old, new in EVENTS_V1_RENAMES.items():
-        if old in fields:
-            if new in fields:
-                raise Unsure(f"both {old} and {new}: which wins depends on their order")
-            fields[new] = fields.pop(old)
-    return fields
