@@ -1,20 +1,15 @@
 """A typed fast path from watch lines and list pages straight to project()'s projection.
 
-Decoding a 5 KiB Pod with orjson builds every field (managedFields, spec, IPs) only for
-project() to drop most of it, and the garbage collector then chases the discarded objects.
-Here msgspec decodes into Structs generated from schema.py (shapes.py), the declaration
-project() is compiled from too: they declare only the projected fields, with project()'s
-bounds, so everything else is skipped in C and the few rules a type cannot state are applied
-to what survives.
+Decoding a 5 KiB Pod with orjson builds every field only for project() to drop most of it. Here
+msgspec decodes into Structs generated from schema.py (shapes.py) that declare only the projected
+fields with project()'s bounds, so the rest is skipped in C. The fast path answers only when it is
+sure the result EQUALS project() of the same object; whenever it is not (a null, a wrong type, an
+over-long value, an entry project() would drop, an ERROR event), decode() takes the slow path
+(orjson.loads + project()), so every rule and every MalformedObject message keeps its meaning.
 
-The fast path only answers when it is sure the result EQUALS project() of the same object.
-Whenever it is not (a null, a wrong type, an over-long value, an entry project() would drop,
-an ERROR event), decode() takes the slow path (orjson.loads + project()), so every lenient
-and strict rule and every MalformedObject message keeps its meaning.
-
-A Pod running and ready with nothing failing (by far the usual Pod), and every ReplicaSet, is
-not built as dicts at all but encoded straight into the Store's packed form (graph.Packed),
-which the model keeps without judging it again (HealthModel.upsert).
+A Pod running and ready with nothing failing (healthy(), by far the usual Pod), and every
+ReplicaSet, is not built as dicts at all but encoded straight into the Store's packed form
+(graph.Packed), which the model keeps without judging it again (HealthModel.upsert).
 """
 
 from __future__ import annotations
@@ -26,9 +21,8 @@ from typing import Any, Generic, Literal, NamedTuple, TypeVar
 
 import msgspec
 import orjson
-from msgspec import Struct
+from msgspec import UNSET, Struct
 
-from watcher.model.fastpath.kinds import healthy
 from watcher.model.fastpath.shapes import Unsure, kind_shape
 from watcher.model.graph import Packed, pack
 from watcher.model.objects import Key
@@ -37,8 +31,6 @@ from watcher.model.schema import EVENT_KINDS
 
 ObjectKey = tuple[str, str]
 """(namespace, name) within one kind."""
-
-# -- Decoders ---------------------------------------------------------------------------------
 
 
 class Decoded(Struct, gc=False):
@@ -99,10 +91,6 @@ class _List(Struct, Generic[T], gc=False):
     items: list[T] = msgspec.field(default_factory=list)
 
 
-_DECODE_ERRORS = (msgspec.MsgspecError, ValueError)
-"""Unsure (a ValueError), a failed time parse, and anything msgspec refuses."""
-
-
 class FastPath:
     """The decoders of one watched kind; apiVersion and kind come from the watched resource
     (list items carry neither), exactly as the reflector sets them before project()."""
@@ -131,8 +119,7 @@ class FastPath:
                 raise TypeError("type or object missing")
         except (orjson.JSONDecodeError, KeyError, TypeError) as error:
             raise Unreadable(f"unreadable watch event: {error}") from error
-        meta = metadata_of(obj)
-        rv = meta.get("resourceVersion")
+        rv = metadata_of(obj).get("resourceVersion")
         rv = rv if isinstance(rv, str) else ""
         if kind not in ("ADDED", "MODIFIED", "DELETED"):
             return Decoded(kind, rv, ("", ""), None, raw=obj)  # a BOOKMARK, or an ERROR's Status
@@ -178,7 +165,7 @@ class FastPath:
             if kind == "BOOKMARK":
                 return Decoded(kind, rv, ("", ""), None)
             key, projected = self._project(obj)
-        except _DECODE_ERRORS:
+        except ValueError:  # Unsure, a doubt of project()'s own checks, or anything msgspec refuses
             return None
         return Decoded(kind, rv, key, projected)
 
@@ -187,7 +174,7 @@ class FastPath:
         try:
             page = self._list.decode(body)
             items = [self._project(obj) for obj in page.items]
-        except _DECODE_ERRORS:
+        except ValueError:
             return None
         return Page(items, page.metadata.resourceVersion, page.metadata.continue_)
 
@@ -209,6 +196,31 @@ class FastPath:
         if self._packs:
             return key, Packed(Key(self._group, self.kind, *key), pack(out))
         return key, out
+
+
+def healthy(pod: Any) -> bool:
+    """Running, Ready=True, not being deleted, no container waiting and none last killed for
+    memory: what workloads.pod_state calls ready with nothing failing, so the Pod's only rule
+    has no finding and nothing to wait for (a test holds the two to that). Read after the Pod's
+    checks (kind_shape's `check`: no string is left where an object belongs), before interning."""
+    status = pod.status
+    if status is UNSET or status.phase != "Running" or pod.metadata.deletionTimestamp:
+        return False
+    for condition in status.conditions or ():
+        if condition.type == "Ready":  # the first one, as objects.condition() reads it
+            if condition.status != "True":
+                return False
+            break
+    else:
+        return False
+    for statuses in (status.initContainerStatuses, status.containerStatuses):
+        for container in statuses or ():
+            if container.state is not UNSET and container.state.waiting is not UNSET:
+                return False
+            last = container.lastState.terminated if container.lastState is not UNSET else UNSET
+            if last is not UNSET and last.reason == "OOMKilled":
+                return False
+    return True
 
 
 def metadata_of(raw: Any) -> Mapping[str, Any]:

@@ -20,7 +20,7 @@ import dataclasses
 import functools
 import sys
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
@@ -161,8 +161,7 @@ def _list_steps(node: List, attr: str, *, interns: bool, depth: int) -> list[str
 def _function(lines: list[str]) -> Step:
     function = _name("_steps", None)
     exec(f"def {function}(s):\n" + "\n".join(_indent(lines or ["pass"])), _NS)
-    step: Step = _NS[function]
-    return step
+    return cast(Step, _NS[function])
 
 
 @functools.cache
@@ -175,11 +174,8 @@ def kind_shape(group: str, kind: str) -> tuple[type[msgspec.Struct], Step, Step]
     absent: project() reads both, and with both there the later one wins."""
     schema = kind_schema(group, kind)
     meta = schema.metadata
-    fields: dict[str, Field] = {
-        "apiVersion": Str(),
-        "kind": Str(),
-        "metadata": dataclasses.replace(meta, fields={**meta.fields, "resourceVersion": Str()}),
-    }
+    metadata = dataclasses.replace(meta, fields={**meta.fields, "resourceVersion": Str()})
+    fields: dict[str, Field] = {"apiVersion": Str(), "kind": Str(), "metadata": metadata}
     absent: list[str] = []
     for name, section in schema.sections.items():
         if name and section.fields:
