@@ -124,6 +124,18 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         wait.epilog = EXIT_HELP
         wait.set_defaults(handler=wait_command, internal_error=EXIT_CANNOT_WAIT)
 
+    fleet = commands.add_parser(
+        "fleet",
+        help="serve one page for many clusters, from the Prometheus that holds their series",
+        description="Serve the fleet page and /api/v1/fleet from instant queries over every cluster's "
+        "stalewatch_* series in Prometheus, Thanos, Mimir, Cortex or VictoriaMetrics.",
+    )
+    if "fleet" in argv:
+        from watcher.fleet.server import add_fleet_arguments, fleet_command
+
+        add_fleet_arguments(fleet)
+        fleet.set_defaults(handler=fleet_command)
+
     config = commands.add_parser("config", help="inspect the configuration")
     config_commands = config.add_subparsers(dest="config_command", metavar="COMMAND", required=True)
     show = config_commands.add_parser(

@@ -54,7 +54,7 @@ MAX_AFFECTED = 200
 """Per root: a controller outage can drag down thousands of objects; the JSON API has them all."""
 MAX_ROWS = 500
 
-_CSS = """
+CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:0 1.5em 2em;color:#1b1f24;background:#fff}
 h1{font-size:1.3em;margin:.6em 0 .2em}h2{font-size:1.1em;margin:1.4em 0 .4em}
 h3{font-size:1.05em;margin:0 0 .3em}h4{margin:.6em 0 .2em;font-size:.95em}
@@ -78,17 +78,26 @@ th{background:#f1f3f4}td.rev{font-family:monospace;word-break:break-all}
 tr.bad td,tr.skew td{background:#fce8e6}.down{color:#c5221f;font-weight:600}.up{color:#188038}
 .healthy{font-size:1.1em;color:#188038}.more{color:#5f6368;font-style:italic}
 """
-_CSS_HASH = base64.b64encode(hashlib.sha256(_CSS.encode()).digest()).decode()
 
-SECURITY_HEADERS: Mapping[str, str] = {
-    "Content-Security-Policy": (
-        f"default-src 'none'; style-src 'sha256-{_CSS_HASH}'; form-action 'none'; "
-        "base-uri 'none'; frame-ancestors 'none'"
-    ),
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-}
-"""Sent with the page: no script may run, not even an injected one; only our own stylesheet."""
+
+def security_headers(css: str, *, forms: bool = False) -> Mapping[str, str]:
+    """The headers of a page whose only stylesheet is `css`: no script may run, not even an
+    injected one; only that stylesheet (by its hash); forms may submit to this origin only when
+    `forms` (the fleet's filter form), else nowhere."""
+    digest = base64.b64encode(hashlib.sha256(css.encode()).digest()).decode()
+    action = "'self'" if forms else "'none'"
+    return {
+        "Content-Security-Policy": (
+            f"default-src 'none'; style-src 'sha256-{digest}'; form-action {action}; "
+            "base-uri 'none'; frame-ancestors 'none'"
+        ),
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "no-referrer",
+    }
+
+
+SECURITY_HEADERS = security_headers(CSS)
+"""Sent with the page."""
 
 _SEVERITY_RANK = {severity: rank for rank, severity in enumerate(Severity)}
 
@@ -128,7 +137,7 @@ def render_page(
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="refresh" content="{REFRESH_SECONDS}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>"
+        f"<title>{escape(title)}</title><style>{CSS}</style></head><body>"
     )
     return "\n".join([head, *body, "</body></html>\n"]).encode()
 
@@ -194,7 +203,7 @@ def _findings(
     yield f"<p>{escape(summary_line(roots, findings, objects))}</p>"
     for root in roots[:MAX_ROOTS]:
         yield from _root(root, symptoms.get(root.id, []), now=now)
-    yield from _more(len(roots) - MAX_ROOTS, "root causes (all in the findings JSON)")
+    yield from more(len(roots) - MAX_ROOTS, "root causes (all in the findings JSON)")
     yield "</section>"
 
 
@@ -232,7 +241,7 @@ def _blast_radius(tags: dict[SubjectKey, set[str]]) -> Iterable[str]:
             yield f'<li>{subject} <span class="tags">{escape(types)}</span></li>'
         yield "</ul></dd>"
     yield "</dl>"
-    yield from _more(len(tags) - MAX_AFFECTED, "affected objects")
+    yield from more(len(tags) - MAX_AFFECTED, "affected objects")
 
 
 def _rejected(rejected: Sequence[Rejection]) -> Iterable[str]:
@@ -240,12 +249,12 @@ def _rejected(rejected: Sequence[Rejection]) -> Iterable[str]:
     if not rejected:
         return
     yield f'<section id="rejected"><h2>Rejected</h2><p class="stale">{escape(rejected_line(rejected))}.</p>'
-    yield _row("th", ["Object", "Field", "Value", "Reason", "Then"])
+    yield row("th", ["Object", "Field", "Value", "Reason", "Then"])
     for r in rejected[:MAX_ROWS]:
         then = "left out, the rest evaluated" if r.evaluated else "not evaluated"
-        yield _row("td", [describe(r.subject), r.field, r.value, str(r.reason), then], css="bad")
+        yield row("td", [describe(r.subject), r.field, r.value, str(r.reason), then], css="bad")
     yield "</table>"
-    yield from _more(len(rejected) - MAX_ROWS, "rejected (all in the findings JSON)")
+    yield from more(len(rejected) - MAX_ROWS, "rejected (all in the findings JSON)")
     yield "</section>"
 
 
@@ -254,11 +263,11 @@ def _controllers(controllers: Sequence[ControllerHealth], *, now: datetime) -> I
     if not controllers:
         yield "<p>No controller workload found.</p></section>"
         return
-    yield _row("th", ["Controller", "Workload", "State", "Reason", "Groups", "Since"])
+    yield row("th", ["Controller", "Workload", "State", "Reason", "Groups", "Since"])
     for c in sorted(controllers, key=lambda c: (c.up, c.name, subject_key(c.subject))):
         state = '<span class="up">up</span>' if c.up else '<span class="down">down</span>'
         cells = [c.name, describe(c.subject), None, c.reason, ", ".join(c.groups), _since(c.since, now)]
-        yield _row("td", cells, raw={2: state}, css="" if c.up else "bad")
+        yield row("td", cells, raw={2: state}, css="" if c.up else "bad")
     yield "</table></section>"
 
 
@@ -285,14 +294,14 @@ def _objects(
 
     shown.sort(key=lambda o: (not bad(o), subject_key(o.subject)))
     header = ["Kind", "Namespace", "Name", "Status", "Reason", "Findings", "Controller", "Last transition"]
-    yield _row("th", header)
+    yield row("th", header)
     for o in shown[:MAX_ROWS]:
         mark = escape(str(o.status)) + (' <strong class="down">stale</strong>' if o.stale else "")
         subject, on = o.subject, ", ".join(sorted(types.get(subject_key(o.subject), ())))
         cells = [subject["kind"], subject["namespace"], subject["name"], None, o.reason, on, o.controller]
-        yield _row("td", [*cells, _since(o.last_transition, now)], raw={3: mark}, css="bad" if bad(o) else "")
+        yield row("td", [*cells, _since(o.last_transition, now)], raw={3: mark}, css="bad" if bad(o) else "")
     yield "</table>"
-    yield from _more(len(shown) - MAX_ROWS, "objects")
+    yield from more(len(shown) - MAX_ROWS, "objects")
     yield "</section>"
 
 
@@ -304,13 +313,13 @@ def _revisions(revisions: Sequence[RevisionInfo], *, namespace: str | None) -> I
         yield "<p>No revisions here.</p></section>"
         return
     shown.sort(key=lambda r: (r.revision == r.applied_revision, subject_key(r.subject)))
-    yield _row("th", ["Object", "Source", "Source revision", "Applied revision"])
+    yield row("th", ["Object", "Source", "Source revision", "Applied revision"])
     for r in shown[:MAX_ROWS]:
         skew = r.revision != r.applied_revision
         cells = [describe(r.subject), r.source, r.revision, r.applied_revision]
-        yield _row("td", cells, css="skew" if skew else "", mono=(2, 3))
+        yield row("td", cells, css="skew" if skew else "", mono=(2, 3))
     yield "</table>"
-    yield from _more(len(shown) - MAX_ROWS, "revisions")
+    yield from more(len(shown) - MAX_ROWS, "revisions")
     yield "</section>"
 
 
@@ -327,29 +336,32 @@ def _namespace_filter(namespaces: list[str], chosen: str | None) -> Iterable[str
     yield f'<p class="filter">Namespace: {" · ".join(links)}</p>'
 
 
-def _row(
+def row(
     cell: str,
     values: Sequence[str | None],
     *,
     raw: Mapping[int, str] | None = None,
     css: str = "",
     mono: Sequence[int] = (),
+    classes: Mapping[int, str] | None = None,
 ) -> str:
-    """One table row; a header row also opens the table. `raw` cells are already-escaped markup."""
-    raw = raw or {}
+    """One table row; a header row also opens the table. `raw` cells are already-escaped markup;
+    `mono` cells are revisions; `classes` are more (trusted) class names of some cells."""
+    raw, classes = raw or {}, classes or {}
     cells = []
     for i, value in enumerate(values):
         content = raw[i] if i in raw else escape(value or "")
-        attr = ' class="rev"' if i in mono else ""
+        names = " ".join(filter(None, ("rev" if i in mono else "", classes.get(i, ""))))
+        attr = f' class="{names}"' if names else ""
         cells.append(f"<{cell}{attr}>{content}</{cell}>")
-    row = (f'<tr class="{css}">' if css else "<tr>") + "".join(cells) + "</tr>"
-    return f"<table>{row}" if cell == "th" else row
+    line = (f'<tr class="{css}">' if css else "<tr>") + "".join(cells) + "</tr>"
+    return f"<table>{line}" if cell == "th" else line
 
 
 def _since(moment: datetime | None, now: datetime) -> str:
     return f"{rfc3339(moment)} ({format_age(moment, now)})" if moment else ""
 
 
-def _more(count: int, what: str) -> Iterable[str]:
+def more(count: int, what: str) -> Iterable[str]:
     if count > 0:
         yield f'<p class="more">and {count} more {escape(what)}</p>'

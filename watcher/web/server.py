@@ -122,12 +122,18 @@ def _one_line(error: HttpProcessingError) -> str:
 _LISTEN = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[^:\[\]\s]*):(?P<port>\d{1,5})")
 
 
+def hardened_app() -> web.Application:
+    """An application whose every response carries EVERY_RESPONSE (the fleet's too)."""
+    app = web.Application()
+    app.on_response_prepare.append(_harden)
+    return app
+
+
 def create_app(
     *, telemetry: Telemetry, source: EvaluationSource, registry: CollectorRegistry
 ) -> web.Application:
     """`source` returns the evaluation to serve (None before the first one)."""
-    app = web.Application()
-    app.on_response_prepare.append(_harden)
+    app = hardened_app()
     app[TELEMETRY], app[SOURCE], app[REGISTRY] = telemetry, source, registry
     app[DOCUMENTS] = DocumentCache()
     app.router.add_get("/healthz", healthz)

@@ -1,0 +1,97 @@
+"""The fleet's PromQL: one instant query per thing shown, each bounded, over the `stalewatch_*`
+series (docs/metrics.md) and the cluster label the store adds (an external label or relabelling).
+
+The bounds: the per-cluster queries return one series per cluster; roots are `topk` by severity
+(critical first, so a bound never hides a critical root behind an info one) with their exact
+counts per cluster and severity beside them; the version matrix keeps `topk` objects, those with
+the most distinct applied revisions across clusters first, with the total number counted. The
+filters are regular expressions in label matchers, so the store does the filtering.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from watcher.export.alerts import HA_LABELS
+
+MAX_ROOTS = 500
+"""Root findings fetched, across the fleet, most severe first."""
+MAX_ROWS = 300
+"""Objects (kind/namespace/name) in the version matrix, skewed first."""
+LOOKBACK = "1h"
+"""How far back a cluster that stopped reporting is still listed (as unknown), with its last sample."""
+
+SEVERITY_WEIGHT: Mapping[str, int] = {"critical": 3, "warning": 2, "info": 1}
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """One instant query's answer: its vector (each `{"metric": {...}, "value": [t, "v"]}`), or
+    why there is none (prom.py says it in words), and the store's warnings."""
+
+    result: tuple[dict[str, Any], ...] = ()
+    error: str | None = None
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """Regular expressions (RE2, fully anchored, as PromQL matches them) from the query string;
+    empty means all. `cluster` applies to everything, `namespace` and `name` to objects."""
+
+    name: str = ""
+    namespace: str = ""
+    cluster: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        return {"name": self.name, "namespace": self.namespace, "cluster": self.cluster}
+
+
+def quote(text: str) -> str:
+    """A PromQL string literal holding `text` exactly."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
+    return f'"{escaped}"'
+
+
+ROOT, SYMPTOM = 'root="true"', 'root="false"'
+
+
+def _matchers(*parts: str) -> str:
+    return "{" + ",".join(part for part in parts if part) + "}"
+
+
+def queries(*, cluster_label: str, filters: Filters) -> dict[str, str]:
+    """Query name -> PromQL. `cluster_label` must be a legacy label name (checked by the CLI)."""
+    c = f"{cluster_label}=~{quote(filters.cluster)}" if filters.cluster else ""
+    ns = f"namespace=~{quote(filters.namespace)}" if filters.namespace else ""
+    name = f"name=~{quote(filters.name)}" if filters.name else ""
+    one = f"max without ({HA_LABELS})"
+    by = f"by ({cluster_label})"
+
+    def root(severity: str) -> str:
+        matchers = _matchers(ROOT, f'severity="{severity}"', c, ns, name)
+        return f"{SEVERITY_WEIGHT[severity]} * {one} (stalewatch_finding{matchers})"
+
+    revision = f"{one} (stalewatch_revision_info{_matchers(c, ns, name)})"
+    distinct = (
+        f"count by (kind, namespace, name) (count by (kind, namespace, name, applied_revision) ({revision}))"
+    )
+    return {
+        "up": f"max {by} (stalewatch_up{_matchers(c)})",
+        "synced": f"max {by} (stalewatch_synced{_matchers(c)})",
+        "last_sample": f"max {by} (max_over_time(timestamp(stalewatch_up{_matchers(c)})[{LOOKBACK}:15s]))",
+        "roots": f"topk({MAX_ROOTS}, {' or '.join(root(s) for s in SEVERITY_WEIGHT)})",
+        "root_counts": (
+            f"count by ({cluster_label}, severity) ({one} (stalewatch_finding{_matchers(ROOT, c, ns, name)}))"
+        ),
+        "blast_radius": (
+            f"topk({MAX_ROOTS}, count by ({cluster_label}, root_kind, root_namespace, root_name) "
+            f"({one} (stalewatch_finding{_matchers(SYMPTOM, c)})))"
+        ),
+        "controllers_down": f"{one} (stalewatch_controller_up{_matchers(c)}) == 0",
+        "down_reasons": f"{one} (stalewatch_controller_down_reason{_matchers(c)}) == 1",
+        "matrix": f"{revision} and on (kind, namespace, name) topk({MAX_ROWS}, {distinct})",
+        "matrix_objects": f"count ({distinct})",
+    }

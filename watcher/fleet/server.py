@@ -1,0 +1,217 @@
+"""`stalewatch fleet`: the fleet page and `GET /api/v1/fleet`, asked of the store on each request.
+
+  /               the fleet page (watcher.fleet.page); `?name=`, `?namespace=`, `?cluster=`
+                  filter it by regular expression (RE2, fully anchored, as PromQL matches).
+  /api/v1/fleet   the same fleet as JSON (docs/operations.md#the-fleet-view has the schema).
+  /healthz        the process is alive (says nothing of the store: the page does).
+
+Each request runs the fleet's instant queries (queries.py) concurrently, each within the query
+timeout; answers for the same filters are reused for a second, so many open pages cost the store
+one set of queries. The responses carry the single pane's hardening (watcher.web.server).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import re
+import signal
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import orjson
+from aiohttp import web
+
+from watcher.fleet.model import Fleet, build
+from watcher.fleet.page import HEADERS, render_fleet
+from watcher.fleet.prom import Credentials, Prometheus
+from watcher.fleet.queries import Filters, queries
+from watcher.logs import fields, setup_logging
+from watcher.terminal import complain
+from watcher.web.server import hardened_app, healthz, parse_listen, start
+
+log = logging.getLogger("stalewatch.fleet")
+
+EXIT_OK, EXIT_BAD_INPUT = 0, 2
+MAX_FILTER = 1000
+"""Characters in one filter; longer is refused (400) rather than sent to the store."""
+REUSE_SECONDS = 1.0
+_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+
+
+@dataclass
+class FleetSource:
+    """Asks the store for the fleet under some filters; `now` is read here, once per fleet."""
+
+    prometheus: Prometheus
+    cluster_label: str
+    stale_after: float
+    urls: Mapping[str, str]
+    _kept: dict[Filters, tuple[float, Fleet]] = field(default_factory=dict)
+
+    async def fleet(self, filters: Filters) -> Fleet:
+        kept = self._kept.get(filters)
+        if kept is not None and time.monotonic() - kept[0] < REUSE_SECONDS:
+            return kept[1]
+        now = datetime.now(UTC)
+        asked = queries(cluster_label=self.cluster_label, filters=filters)
+        answers = await asyncio.gather(*(self.prometheus.query(expr, at=now) for expr in asked.values()))
+        fleet = build(
+            dict(zip(asked, answers, strict=True)),
+            now=now,
+            cluster_label=self.cluster_label,
+            prometheus=self.prometheus.url,
+            filters=filters,
+            stale_after=self.stale_after,
+            urls=self.urls,
+        )
+        for name, error in fleet.errors.items():
+            log.warning("query failed", extra=fields(query=name, error=error))
+        self._kept = {filters: (time.monotonic(), fleet)}
+        return fleet
+
+
+SOURCE: web.AppKey[FleetSource] = web.AppKey("fleet", FleetSource)
+
+
+def create_fleet_app(source: FleetSource) -> web.Application:
+    app = hardened_app()
+    app[SOURCE] = source
+    app.router.add_get("/", index)
+    app.router.add_get("/api/v1/fleet", document)
+    app.router.add_get("/healthz", healthz)
+    return app
+
+
+def filters_of(request: web.Request) -> Filters:
+    values = {name: request.query.get(name, "") for name in ("name", "namespace", "cluster")}
+    for name, value in values.items():
+        if len(value) > MAX_FILTER:
+            raise web.HTTPBadRequest(text=f"filter {name} is longer than {MAX_FILTER} characters\n")
+    return Filters(**values)
+
+
+async def index(request: web.Request) -> web.Response:
+    fleet = await request.app[SOURCE].fleet(filters_of(request))
+    body = await asyncio.to_thread(render_fleet, fleet)
+    return web.Response(body=body, content_type="text/html", charset="utf-8", headers=HEADERS)
+
+
+async def document(request: web.Request) -> web.Response:
+    fleet = await request.app[SOURCE].fleet(filters_of(request))
+    body = orjson.dumps(fleet.to_dict(), option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+    return web.Response(body=body, content_type="application/json")
+
+
+def add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--prometheus",
+        required=True,
+        metavar="URL",
+        help="the query API's base URL (Prometheus, Thanos, Mimir, ...)",
+    )
+    parser.add_argument(
+        "--cluster-label", default="cluster", help="the label naming each cluster (default: cluster)"
+    )
+    parser.add_argument(
+        "--listen", default=":8081", metavar="[HOST]:PORT", help="where to serve (default :8081)"
+    )
+    parser.add_argument(
+        "--bearer-token-file", type=Path, metavar="FILE", help="send this token (read per query)"
+    )
+    parser.add_argument(
+        "--basic-auth-user", metavar="USER", help="basic auth user (with --basic-auth-password-file)"
+    )
+    parser.add_argument("--basic-auth-password-file", type=Path, metavar="FILE", help="basic auth password")
+    parser.add_argument(
+        "--ca-file", type=Path, metavar="FILE", help="PEM bundle to verify the store's TLS certificate"
+    )
+    parser.add_argument(
+        "--query-timeout", type=float, default=10.0, metavar="SECONDS", help="per query (default 10)"
+    )
+    parser.add_argument(
+        "--stale-after",
+        type=float,
+        default=120.0,
+        metavar="SECONDS",
+        help="a cluster whose last sample is older is unknown (default 120)",
+    )
+    parser.add_argument(
+        "--cluster-url",
+        action="append",
+        default=[],
+        metavar="CLUSTER=URL",
+        help="link to that cluster's own stalewatch page; listed even when silent (repeatable)",
+    )
+    parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+
+
+def check_arguments(args: argparse.Namespace) -> tuple[Credentials, dict[str, str], list[str]]:
+    """The credentials, the cluster URLs and every problem with the flags, one line each."""
+    problems = []
+    if not _http_url(args.prometheus):
+        problems.append(f"--prometheus {args.prometheus!r}: expected an http:// or https:// URL")
+    if not _LABEL_NAME.fullmatch(args.cluster_label):
+        problems.append(
+            f"--cluster-label {args.cluster_label!r}: not a label name (letters, digits, underscores)"
+        )
+    try:
+        parse_listen(args.listen)
+    except ValueError as error:
+        problems.append(f"--listen: {error}")
+    for flag, value in (("--query-timeout", args.query_timeout), ("--stale-after", args.stale_after)):
+        if not 0 < value < 86400:
+            problems.append(f"{flag} {value:g}: expected seconds, more than 0 and less than a day")
+    urls = {}
+    for pair in args.cluster_url:
+        name, sep, url = pair.partition("=")
+        if not sep or not _http_url(url):
+            problems.append(f"--cluster-url {pair!r}: expected CLUSTER=http(s)://...")
+        urls[name] = url
+    credentials = Credentials(
+        bearer_token_file=args.bearer_token_file,
+        basic_auth_user=args.basic_auth_user,
+        basic_auth_password_file=args.basic_auth_password_file,
+        ca_file=args.ca_file,
+    )
+    return credentials, urls, problems + credentials.check()
+
+
+def _http_url(text: str) -> bool:
+    parts = urlsplit(text)
+    return parts.scheme in ("http", "https") and bool(parts.netloc)
+
+
+def fleet_command(args: argparse.Namespace) -> int:
+    """0 after a clean shutdown; 2 for bad flags (each problem one line) or an address in use."""
+    credentials, urls, problems = check_arguments(args)
+    for problem in problems:
+        complain(f"stalewatch fleet: {problem}")
+    if problems:
+        return EXIT_BAD_INPUT
+    setup_logging(level=args.log_level)
+    return asyncio.run(_serve(args, credentials, urls))
+
+
+async def _serve(args: argparse.Namespace, credentials: Credentials, urls: dict[str, str]) -> int:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    async with Prometheus(args.prometheus, timeout=args.query_timeout, credentials=credentials) as prometheus:
+        source = FleetSource(prometheus, args.cluster_label, args.stale_after, urls)
+        try:
+            runner = await start(create_fleet_app(source), args.listen)
+        except OSError as error:
+            complain(f"stalewatch fleet: cannot listen on {args.listen}: {error.strerror or error}")
+            return EXIT_BAD_INPUT
+        log.info("fleet serving", extra=fields(listen=args.listen, prometheus=args.prometheus))
+        await stop.wait()
+        await runner.cleanup()
+    log.info("stopped")
+    return EXIT_OK
