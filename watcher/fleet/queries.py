@@ -20,8 +20,12 @@ MAX_ROOTS = 500
 """Root findings fetched, across the fleet, most severe first."""
 MAX_ROWS = 300
 """Objects (kind/namespace/name) in the version matrix, skewed first."""
-LOOKBACK = "1h"
-"""How far back a cluster that stopped reporting is still listed (as unknown), with its last sample."""
+WINDOWS = (("5m", "1s"), ("1h", "15s"))
+"""Subqueries (span, resolution) that find the time of a cluster's last sample once it stopped
+reporting: to the second for five minutes, to 15 s for an hour (cheaper). While it reports, the
+time is its current sample's."""
+LOOKBACK = WINDOWS[-1][0]
+"""How far back a cluster that stopped reporting is still listed (as unknown)."""
 
 SEVERITY_WEIGHT: Mapping[str, int] = {"critical": 3, "warning": 2, "info": 1}
 
@@ -39,7 +43,8 @@ class Answer:
 @dataclass(frozen=True, slots=True)
 class Filters:
     """Regular expressions (RE2, fully anchored, as PromQL matches them) from the query string;
-    empty means all. `cluster` applies to everything, `namespace` and `name` to objects."""
+    empty means all. `cluster` applies to everything; `namespace` and `name` to the objects
+    listed (roots, matrix), never to a cluster's state, which no filter may turn healthy."""
 
     name: str = ""
     namespace: str = ""
@@ -69,8 +74,10 @@ def queries(*, cluster_label: str, filters: Filters) -> dict[str, str]:
     name = f"name=~{quote(filters.name)}" if filters.name else ""
     one = f"max without ({HA_LABELS})"
     by = f"by ({cluster_label})"
+    root = f"{cluster_label}, root_kind, root_namespace, root_name"
+    up = f"stalewatch_up{_matchers(c)}"
 
-    def root(severity: str) -> str:
+    def roots_of(severity: str) -> str:
         matchers = _matchers(ROOT, f'severity="{severity}"', c, ns, name)
         return f"{SEVERITY_WEIGHT[severity]} * {one} (stalewatch_finding{matchers})"
 
@@ -81,14 +88,19 @@ def queries(*, cluster_label: str, filters: Filters) -> dict[str, str]:
     return {
         "up": f"max {by} (stalewatch_up{_matchers(c)})",
         "synced": f"max {by} (stalewatch_synced{_matchers(c)})",
-        "last_sample": f"max {by} (max_over_time(timestamp(stalewatch_up{_matchers(c)})[{LOOKBACK}:15s]))",
-        "roots": f"topk({MAX_ROOTS}, {' or '.join(root(s) for s in SEVERITY_WEIGHT)})",
+        "last_sample": " or ".join(
+            [
+                f"max {by} (timestamp({up}))",
+                *(f"max {by} (max_over_time(timestamp({up})[{span}:{step}]))" for span, step in WINDOWS),
+            ]
+        ),
+        "roots": f"topk({MAX_ROOTS}, {' or '.join(roots_of(s) for s in SEVERITY_WEIGHT)})",
         "root_counts": (
-            f"count by ({cluster_label}, severity) ({one} (stalewatch_finding{_matchers(ROOT, c, ns, name)}))"
+            f"count by ({cluster_label}, severity) ({one} (stalewatch_finding{_matchers(ROOT, c)}))"
         ),
         "blast_radius": (
-            f"topk({MAX_ROOTS}, count by ({cluster_label}, root_kind, root_namespace, root_name) "
-            f"({one} (stalewatch_finding{_matchers(SYMPTOM, c)})))"
+            f"topk({MAX_ROOTS}, count by ({root}) (count by ({root}, kind, namespace, name) "
+            f"(stalewatch_finding{_matchers(SYMPTOM, c)})))"
         ),
         "controllers_down": f"{one} (stalewatch_controller_up{_matchers(c)}) == 0",
         "down_reasons": f"{one} (stalewatch_controller_down_reason{_matchers(c)}) == 1",

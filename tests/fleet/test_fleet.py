@@ -1,0 +1,254 @@
+"""The fleet end to end, with the real programs (rig.py): two API servers, two `stalewatch run`,
+one Prometheus scraping both with distinct `cluster` labels, and `stalewatch fleet` asking it.
+
+Both clusters start on the same healthy stack, prod on revision A and staging on revision B, and
+both are green in the fleet; then the tofu-controller incident happens in prod. Last, staging's
+stalewatch is stopped. Everything is polled with a deadline; nothing asserts how long it took.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp.test_utils import TestServer
+
+from tests.app.test_incidents import REV_A, REV_B
+from tests.conftest import client_for
+from tests.controlplane.harness import CRDS, ControlPlane, free_port, running_control_plane
+from tests.e2e.scenarios import tofu_controller_down
+from tests.fleet.rig import (
+    PROD,
+    STAGING,
+    STALENESS_WINDOW,
+    WITHIN,
+    FleetRig,
+    fleet_running,
+    healthy_stack,
+    new_cluster,
+    prometheus_running,
+    start_stalewatch,
+)
+from tests.kube.support import poll
+from tests.kubeclient import Kube
+from tests.web.conftest import Watched
+from watcher.fleet.prom import Prometheus
+from watcher.fleet.server import FleetSource, create_fleet_app
+
+pytestmark = pytest.mark.cluster
+
+SKEW_ALERT = "StalewatchRevisionSkewAcrossClusters"
+ARTIFACTS = Path(
+    os.environ.get("STALEWATCH_ARTIFACTS") or Path(__file__).resolve().parents[2] / "test-artifacts"
+)
+CRITICAL_RED, HEALTHY_GREEN, OFF_PINK = "rgb(197, 34, 31)", "rgb(24, 128, 56)", "rgb(252, 232, 230)"
+
+
+def states(document: dict[str, Any]) -> dict[str, str]:
+    return {c["name"]: c["state"] for c in document["clusters"]}
+
+
+@pytest.fixture(scope="module")
+async def rig(
+    control_plane: ControlPlane, kube: Kube, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[FleetRig]:
+    workdir = tmp_path_factory.mktemp("fleet")
+    ns = f"fleet-{uuid.uuid4().hex[:6]}"
+    ref = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
+    with running_control_plane(CRDS) as second:
+        async with await client_for(second.kubeconfig) as second_client:
+            prod, staging = (
+                new_cluster(PROD, kube, workdir),
+                new_cluster(STAGING, Kube(second_client), workdir),
+            )
+            for cluster, revision in ((prod, REV_A), (staging, REV_B)):
+                await cluster.kube.create(ref)
+                for obj in healthy_stack(ns, revision):
+                    await cluster.kube.create(obj)
+            try:
+                start_stalewatch(prod, control_plane.kubeconfig, ns)
+                start_stalewatch(staging, second.kubeconfig, ns)
+                targets = {PROD: prod.stalewatch, STAGING: staging.stalewatch}
+                with ExitStack() as running:
+                    prometheus, rules = running.enter_context(prometheus_running(workdir, targets))
+                    fleet = running.enter_context(
+                        fleet_running(workdir, prometheus, {PROD: prod, STAGING: staging})
+                    )
+                    rig = FleetRig(ns, {PROD: prod, STAGING: staging}, prometheus, fleet, rules, workdir)
+                    await rig.until_fleet(
+                        lambda d: states(d) == {PROD: "healthy", STAGING: "healthy"},
+                        what="both clusters green before the incident",
+                    )
+                    for act in tofu_controller_down(ns).acts:
+                        await act(kube, ns)
+                    yield rig
+            finally:
+                prod.stop_stalewatch()
+                staging.stop_stalewatch()
+                await kube.delete(ref)
+
+
+async def incident_seen(rig: FleetRig) -> dict[str, Any]:
+    return await rig.until_fleet(
+        lambda d: (
+            states(d) == {PROD: "critical", STAGING: "healthy"}
+            and any(g["type"] == "ControllerDown" for g in d["roots"])
+        ),
+        what="prod critical with its ControllerDown root, staging healthy",
+    )
+
+
+async def test_the_fleet_shows_prod_down_on_its_controller_and_staging_green(rig: FleetRig) -> None:
+    document = await incident_seen(rig)
+    assert document["healthy"] is False
+    assert document["errors"] == {}
+    prod, staging = rig.cluster(PROD, document), rig.cluster(STAGING, document)
+    assert prod["roots"] == {"critical": 1}
+    assert prod["controllers_down"] == [
+        {
+            "namespace": rig.namespace,
+            "name": "tofu-controller",
+            "kind": "Deployment",
+            "reason": "ImagePullBackOff",
+        }
+    ]
+    assert (staging["roots"], staging["controllers_down"], staging["up"], staging["synced"]) == (
+        {},
+        [],
+        True,
+        True,
+    )
+    [root] = [g for g in document["roots"] if g["type"] == "ControllerDown"]
+    assert (root["kind"], root["namespace"], root["name"], root["reason"]) == (
+        "Deployment",
+        rig.namespace,
+        "tofu-controller",
+        "ImagePullBackOff",
+    )
+    assert root["clusters"] == [
+        {"cluster": PROD, "url": rig.clusters[PROD].url, "severity": "critical", "blast_radius": 4}
+    ], "the two Terraforms and the two Kustomizations behind them"
+
+
+async def test_the_version_matrix_shows_the_kustomization_on_different_revisions_per_cluster(
+    rig: FleetRig,
+) -> None:
+    document = await rig.until_fleet(lambda d: len(d["rows"]) >= 4, what="the matrix rows of both clusters")
+    rows = {(r["kind"], r["name"]): r for r in document["rows"]}
+    apps = rows[("Kustomization", "apps")]
+    assert apps["majority"] is None, "one cluster each: no majority"
+    assert {c: (cell["applied_revision"], cell["off_majority"]) for c, cell in apps["cells"].items()} == {
+        PROD: (REV_A, True),
+        STAGING: (REV_B, True),
+    }
+    assert document["columns"] == [PROD, STAGING]
+    filtered = rig.document("?name=apps&cluster=prod")
+    assert [(r["name"], list(r["cells"])) for r in filtered["rows"]] == [("apps", [PROD])]
+    assert [c["name"] for c in filtered["clusters"]] == [PROD]
+
+
+async def test_a_filter_prometheus_rejects_is_shown_as_its_error_and_turns_nothing_green(
+    rig: FleetRig,
+) -> None:
+    await incident_seen(rig)
+    document = rig.document("?name=%28")  # "(": not a regular expression
+    assert {"roots", "matrix", "matrix_objects"} <= set(document["errors"]), document["errors"]
+    assert all(error.startswith("bad_data:") for error in document["errors"].values())
+    assert document["healthy"] is False
+    hostile = rig.document("?name=" + "%22%7D%20or%20vector(1)%20%23")  # "} or vector(1) #
+    assert (hostile["errors"], hostile["rows"], hostile["roots"]) == ({}, [], [])
+
+
+async def test_a_prometheus_that_is_down_is_shown_as_down_never_as_green() -> None:
+    async with Prometheus(f"http://127.0.0.1:{free_port()}", timeout=5) as down:
+        app = create_fleet_app(FleetSource(down, "cluster", 120, {PROD: "http://prod.example/"}))
+        async with TestServer(app) as server, aiohttp.ClientSession() as session:
+            async with session.get(server.make_url("/api/v1/fleet")) as answer:
+                document = await answer.json()
+            async with session.get(server.make_url("/")) as answer:
+                page = await answer.text()
+    assert all(error.startswith("unreachable:") for error in document["errors"].values())
+    assert [(c["name"], c["state"]) for c in document["clusters"]] == [(PROD, "unknown")]
+    assert document["healthy"] is False
+    assert "NOT KNOWN: the store at" in page
+    assert 'class="banner live"' not in page
+    assert 'class="state healthy"' not in page
+
+
+async def test_revision_skew_across_clusters_goes_pending_with_the_shipped_rule_and_fires(
+    rig: FleetRig,
+) -> None:
+    def about_apps(state: str) -> list[dict[str, Any]]:
+        return [
+            a
+            for a in rig.alerts(SKEW_ALERT)
+            if (a["labels"]["kind"], a["labels"]["namespace"], a["labels"]["name"], a["state"])
+            == ("Kustomization", rig.namespace, "apps", state)
+        ]
+
+    [pending] = await poll(lambda: about_apps("pending"), within=WITHIN, what=f"{SKEW_ALERT} pending")
+    assert pending["labels"]["source"] == f"GitRepository/{rig.namespace}/infra"
+    rig.shorten_for(SKEW_ALERT, "1s")  # the shipped one waits an hour (promtool's test covers that)
+    [firing] = await poll(lambda: about_apps("firing"), within=WITHIN, what=f"{SKEW_ALERT} firing")
+    assert firing["annotations"]["description"].endswith(
+        f"in different clusters: prod={REV_A} staging={REV_B}."
+    )
+
+
+@pytest.fixture
+def artifacts() -> Path:
+    """Where the screenshot goes ($STALEWATCH_ARTIFACTS, else test-artifacts/ in the clone)."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS
+
+
+async def test_the_fleet_page_in_chromium(rig: FleetRig, tab: Watched, artifacts: Path) -> None:
+    await incident_seen(rig)
+    response = await tab.page.goto(f"{rig.fleet}/")
+    assert response is not None
+    assert response.status == 200
+    await tab.page.screenshot(path=str(artifacts / "fleet.png"), full_page=True)
+    page = tab.page
+    assert (await page.locator(".banner").first.inner_text()).startswith("Live: the store at")
+    rows = [" | ".join(r.split("\t")) for r in await page.locator("#clusters tr").all_inner_texts()]
+    assert rows[1].startswith(f"{PROD} | critical | root causes: 1 critical")
+    assert rows[2].startswith(f"{STAGING} | healthy | up, synced, no root cause")
+    assert await _color(page, "#clusters .state.critical") == CRITICAL_RED
+    assert await _color(page, "#clusters .state.healthy") == HEALTHY_GREEN
+    line = await page.locator("#roots article.critical h3").first.inner_text()
+    assert line == (
+        f"CRITICAL ControllerDown Deployment {rig.namespace}/tofu-controller, ImagePullBackOff "
+        f"— 1 cluster: {PROD} (4 objects affected)"
+    )
+    assert await page.locator("#roots a").first.get_attribute("href") == rig.clusters[PROD].url
+    off = page.locator("#versions td.off").first
+    assert await off.evaluate("e => getComputedStyle(e).backgroundColor") == OFF_PINK
+    assert tab.dialogs == []
+    assert tab.errors == [], "no CSP violation: the page's own stylesheet applies"
+    assert tab.requests == [f"{rig.fleet}/"]
+
+
+async def test_stopping_one_stalewatch_turns_its_cluster_unknown_within_the_staleness_window(
+    rig: FleetRig,
+) -> None:
+    await incident_seen(rig)
+    rig.clusters[STAGING].stop_stalewatch()
+    document = await rig.until_fleet(
+        lambda d: states(d).get(STAGING) == "unknown", what="staging unknown", within=STALENESS_WINDOW
+    )
+    staging = rig.cluster(STAGING, document)
+    assert staging["why"].startswith("not reporting: last sample"), staging
+    assert (staging["up"], staging["url"]) == (None, rig.clusters[STAGING].url)
+    assert states(document)[PROD] == "critical"
+    assert document["healthy"] is False
+
+
+async def _color(page: Any, selector: str) -> str:
+    color: str = await page.locator(selector).first.evaluate("e => getComputedStyle(e).color")
+    return color
