@@ -30,6 +30,8 @@ td.absent{color:#9aa0a6}.src{color:#5f6368;display:block;font-size:.85em}
 form.filters label{margin-right:1em}form.filters input{width:12em}
 """
 )
+_ROW_CSS = {"unknown": "unknown", "healthy": ""}
+"""A cluster's row: grey when unknown, plain when healthy, red otherwise."""
 HEADERS = security_headers(FLEET_CSS, forms=True)
 """Sent with the page: the single pane's policy, forms submitting to this origin only."""
 
@@ -106,7 +108,7 @@ def _clusters(fleet: Fleet) -> Iterable[str]:
             "td",
             [None, None, c.why, age, counts, down],
             raw={0: _cluster_link(c.name, c.url), 1: state},
-            css=c.state,
+            css=_ROW_CSS.get(c.state, "bad"),
         )
     yield "</table></section>"
 

@@ -156,6 +156,10 @@ def check_arguments(args: argparse.Namespace) -> tuple[Credentials, dict[str, st
     problems = []
     if not _http_url(args.prometheus):
         problems.append(f"--prometheus {args.prometheus!r}: expected an http:// or https:// URL")
+    elif "@" in urlsplit(args.prometheus).netloc:
+        problems.append(
+            "--prometheus: no credentials in the URL (it is shown on the page); use --basic-auth-user"
+        )
     if not _LABEL_NAME.fullmatch(args.cluster_label):
         problems.append(
             f"--cluster-label {args.cluster_label!r}: not a label name (letters, digits, underscores)"
