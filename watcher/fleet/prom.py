@@ -10,6 +10,7 @@ for one) are kept, because an answer with them may be missing clusters.
 from __future__ import annotations
 
 import asyncio
+import base64
 import ssl
 from dataclasses import dataclass
 from datetime import datetime
@@ -62,13 +63,11 @@ class Credentials:
     def headers(self) -> dict[str, str]:
         if self.bearer_token_file is not None:
             return {"Authorization": "Bearer " + self.bearer_token_file.read_text().strip()}
+        if self.basic_auth_user is not None and self.basic_auth_password_file is not None:
+            password = self.basic_auth_password_file.read_text().rstrip("\n")
+            pair = base64.b64encode(f"{self.basic_auth_user}:{password}".encode()).decode()
+            return {"Authorization": "Basic " + pair}
         return {}
-
-    def auth(self) -> aiohttp.BasicAuth | None:
-        if self.basic_auth_user is None or self.basic_auth_password_file is None:
-            return None
-        password = self.basic_auth_password_file.read_text().rstrip("\n")
-        return aiohttp.BasicAuth(self.basic_auth_user, password)
 
     def ssl_context(self) -> ssl.SSLContext | None:
         return None if self.ca_file is None else ssl.create_default_context(cafile=str(self.ca_file))
@@ -97,7 +96,7 @@ class Prometheus:
         assert self._session is not None, "use `async with Prometheus(...)`"
         form = {"query": expr, "time": f"{at.timestamp():.3f}", "timeout": f"{self.timeout:g}s"}
         try:
-            headers, auth = self.credentials.headers(), self.credentials.auth()
+            headers = self.credentials.headers()
         except OSError as error:
             return Answer(error=f"cannot read the credentials: {error.strerror or error}")
         try:
@@ -105,12 +104,14 @@ class Prometheus:
                 f"{self.url}/api/v1/query",
                 data=form,
                 headers=headers,
-                auth=auth,
                 timeout=aiohttp.ClientTimeout(total=self.timeout),
                 allow_redirects=False,
             ) as response:
-                body = await response.content.read(MAX_ANSWER_BYTES + 1)
-                status = response.status
+                status, body = response.status, bytearray()
+                async for chunk in response.content.iter_chunked(1 << 16):
+                    body += chunk
+                    if len(body) > MAX_ANSWER_BYTES:
+                        break
         except TimeoutError:
             return Answer(error=f"no answer within {self.timeout:g}s")
         except (aiohttp.ClientError, OSError) as error:
@@ -119,7 +120,7 @@ class Prometheus:
             raise
         if len(body) > MAX_ANSWER_BYTES:
             return Answer(error=f"answer larger than {MAX_ANSWER_BYTES // 2**20} MiB")
-        return parse_answer(status, body)
+        return parse_answer(status, bytes(body))
 
 
 def parse_answer(status: int, body: bytes) -> Answer:

@@ -52,11 +52,13 @@ class FleetSource:
     cluster_label: str
     stale_after: float
     urls: Mapping[str, str]
+    reuse: float = REUSE_SECONDS
+    """Seconds an answer is served again for the same filters."""
     _kept: dict[Filters, tuple[float, Fleet]] = field(default_factory=dict)
 
     async def fleet(self, filters: Filters) -> Fleet:
         kept = self._kept.get(filters)
-        if kept is not None and time.monotonic() - kept[0] < REUSE_SECONDS:
+        if kept is not None and time.monotonic() - kept[0] < self.reuse:
             return kept[1]
         now = datetime.now(UTC)
         asked = queries(cluster_label=self.cluster_label, filters=filters)

@@ -1,0 +1,115 @@
+"""`stalewatch fleet`'s flags: each mistake is one line naming the flag, exit 2, no traceback;
+and a real server answers with credentials sent as configured."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from watcher.cli import main
+from watcher.fleet.prom import Credentials, Prometheus
+
+OK = ["fleet", "--prometheus", "http://127.0.0.1:9090"]
+
+
+@pytest.fixture
+def secrets(tmp_path: Path) -> Path:
+    (tmp_path / "token").write_text("s3cret-token\n")
+    (tmp_path / "password").write_text("hunter2\n")
+    return tmp_path
+
+
+MISTAKES = [
+    pytest.param(
+        ["--prometheus", "ftp://x"],
+        "--prometheus 'ftp://x': expected an http:// or https:// URL",
+        id="scheme",
+    ),
+    pytest.param(
+        ["--prometheus", "http://u:p@x:9090"],
+        "--prometheus: no credentials in the URL (it is shown on the page); use --basic-auth-user",
+        id="credentials-in-url",
+    ),
+    pytest.param(["--cluster-label", "9x"], "--cluster-label '9x': not a label name", id="label"),
+    pytest.param(["--listen", "8081"], "--listen: listen address '8081' is not [HOST]:PORT", id="listen"),
+    pytest.param(["--query-timeout", "0"], "--query-timeout 0: expected seconds", id="timeout"),
+    pytest.param(
+        ["--cluster-url", "prod"], "--cluster-url 'prod': expected CLUSTER=http(s)://...", id="cluster-url"
+    ),
+    pytest.param(
+        ["--bearer-token-file", "/nonexistent"],
+        "--bearer-token-file /nonexistent: cannot be read",
+        id="token",
+    ),
+    pytest.param(
+        ["--basic-auth-user", "me"],
+        "--basic-auth-user and --basic-auth-password-file go together",
+        id="half-auth",
+    ),
+    pytest.param(
+        ["--ca-file", "/etc/hostname"], "--ca-file /etc/hostname: not a PEM certificate bundle", id="ca"
+    ),
+]
+
+
+@pytest.mark.parametrize(("flags", "said"), MISTAKES)
+def test_a_bad_flag_is_one_line_naming_it_and_exit_2(
+    flags: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*OK, *flags]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"stalewatch fleet: {said}")
+
+
+def test_a_port_in_use_is_one_line_and_exit_2() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        command = [sys.executable, "-m", "watcher", *OK, "--listen", f"127.0.0.1:{port}"]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    [line] = done.stderr.splitlines()
+    assert line.startswith(f"stalewatch fleet: cannot listen on 127.0.0.1:{port}: ")
+    assert line.endswith("address already in use")
+
+
+@pytest.mark.parametrize(
+    ("credentials", "expected"),
+    [
+        pytest.param(
+            lambda d: Credentials(bearer_token_file=d / "token"), "Bearer s3cret-token", id="bearer"
+        ),
+        pytest.param(
+            lambda d: Credentials(basic_auth_user="me", basic_auth_password_file=d / "password"),
+            "Basic bWU6aHVudGVyMg==",
+            id="basic",
+        ),
+    ],
+)
+async def test_the_credentials_reach_the_store_and_a_refusal_is_an_answer_naming_it(
+    secrets: Path, credentials: object, expected: str
+) -> None:
+    seen: list[str] = []
+
+    async def query(request: web.Request) -> web.Response:
+        seen.append(request.headers.get("Authorization", ""))
+        return web.json_response(
+            {"status": "error", "errorType": "unauthorized", "error": "bad token"}, status=401
+        )
+
+    app = web.Application()
+    app.router.add_post("/api/v1/query", query)
+    async with TestServer(app) as server:
+        url = str(server.make_url("")).rstrip("/")
+        async with Prometheus(url, timeout=5, credentials=credentials(secrets)) as store:  # type: ignore[operator]
+            answer = await store.query("up", at=datetime.now(UTC))
+    assert seen == [expected]
+    assert answer.error == "unauthorized: bad token"
