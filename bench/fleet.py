@@ -198,7 +198,9 @@ async def measure(url: str, *, at: datetime, runs: int) -> dict[str, Any]:
                 "samples": touched,
                 "series": returned,
             }
-        source = FleetSource(prometheus, "cluster", 120.0, {}, reuse=0.0)  # every run asks the store
+        source = FleetSource(
+            prometheus, "cluster", 120.0, {}, reuse=0.0, clock=lambda: at
+        )  # every run asks the store
         walls, renders, page = [], [], b""
         for _ in range(runs):
             started = time.perf_counter()

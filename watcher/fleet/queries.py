@@ -81,7 +81,7 @@ def queries(*, cluster_label: str, filters: Filters) -> dict[str, str]:
         matchers = _matchers(ROOT, f'severity="{severity}"', c, ns, name)
         return f"{SEVERITY_WEIGHT[severity]} * {one} (stalewatch_finding{matchers})"
 
-    revision = f"{one} (stalewatch_revision_info{_matchers(c, ns, name)})"
+    revision = f"stalewatch_revision_info{_matchers(c, ns, name)}"  # a replica's twin: the builder keeps one
     distinct = (
         f"count by (kind, namespace, name) (count by (kind, namespace, name, applied_revision) ({revision}))"
     )

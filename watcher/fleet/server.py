@@ -18,7 +18,7 @@ import logging
 import re
 import signal
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -54,13 +54,15 @@ class FleetSource:
     urls: Mapping[str, str]
     reuse: float = REUSE_SECONDS
     """Seconds an answer is served again for the same filters."""
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+    """The instant asked about (the benchmark's is its data's last)."""
     _kept: dict[Filters, tuple[float, Fleet]] = field(default_factory=dict)
 
     async def fleet(self, filters: Filters) -> Fleet:
         kept = self._kept.get(filters)
         if kept is not None and time.monotonic() - kept[0] < self.reuse:
             return kept[1]
-        now = datetime.now(UTC)
+        now = self.clock()
         asked = queries(cluster_label=self.cluster_label, filters=filters)
         answers = await asyncio.gather(*(self.prometheus.query(expr, at=now) for expr in asked.values()))
         fleet = build(
