@@ -3,6 +3,7 @@ and what each cluster, root group and matrix cell must then say."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -10,7 +11,7 @@ import pytest
 
 from watcher.fleet.model import Fleet, build
 from watcher.fleet.prom import parse_answer
-from watcher.fleet.queries import Answer, Filters, queries
+from watcher.fleet.queries import MAX_ROWS, Answer, Filters, queries
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 REV_A, REV_B = "main@sha1:" + "a" * 40, "main@sha1:" + "b" * 40
@@ -32,8 +33,18 @@ def reporting(*clusters: str, age: float = 1.0, up: float = 1, synced: float = 1
     }
 
 
+def rows_of(series: Sequence[dict[str, Any]]) -> Answer:
+    """What `matrix_rows` answers for the objects of these revision series."""
+    keys = sorted({tuple(m["metric"][k] for k in ("kind", "namespace", "name")) for m in series})
+    return Answer(tuple(s(1, kind=k, namespace=ns, name=n) for k, ns, n in keys))
+
+
 def fleet(answers: dict[str, Answer], *, urls: dict[str, str] | None = None) -> Fleet:
+    """The fleet from these answers, the others empty; `matrix_rows` as the store would give it
+    for the `matrix` answer unless given."""
     asked = dict.fromkeys(queries(cluster_label="cluster", filters=Filters()), Answer())
+    if "matrix" in answers and "matrix_rows" not in answers:
+        asked["matrix_rows"] = rows_of(answers["matrix"].result)
     return build(
         {**asked, **answers},
         now=NOW,
@@ -255,11 +266,25 @@ def test_the_matrix_lists_skewed_rows_first_then_lagging_then_by_name() -> None:
         revision("b", REV_B, REV_B, "skewed"),
         revision("a", REV_A, REV_A, "only-in-a"),
     ]
-    f = fleet({"matrix": Answer(tuple(series)), "matrix_objects": Answer((s(4),))})
+    f = fleet({"matrix": Answer(tuple(series))})
     assert [r.name for r in f.rows] == ["skewed", "lagging", "agreeing", "only-in-a"]
     assert f.columns == ["a", "b"]
     assert "b" not in f.rows[-1].cells
-    assert f.matrix_objects == 4
+    assert not f.matrix_bounded
+
+
+def test_the_matrix_holds_only_the_rows_asked_for_and_says_when_it_is_bounded() -> None:
+    """The cells query selects by names and namespaces, so it may bring an object of one row's
+    name in another row's namespace: not a row that was asked for."""
+    asked = [revision("a", REV_A, REV_A, f"app-{i:03d}") for i in range(MAX_ROWS)]
+    other = {
+        **revision("a", REV_A, REV_A, "app-000"),
+        "metric": {**asked[0]["metric"], "namespace": "elsewhere"},
+    }
+    f = fleet({"matrix": Answer((*asked, other)), "matrix_rows": rows_of(asked)})
+    assert len(f.rows) == MAX_ROWS
+    assert {r.namespace for r in f.rows} == {"flux-system"}
+    assert f.matrix_bounded
 
 
 ANSWER_CASES = [

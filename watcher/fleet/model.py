@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from watcher.export.report import format_age
-from watcher.fleet.queries import LOOKBACK, SEVERITY_WEIGHT, Answer, Filters
+from watcher.fleet.queries import LOOKBACK, MAX_ROWS, SEVERITY_WEIGHT, Answer, Filters
 from watcher.model.types import rfc3339
 
 STATES = ("unknown", "stale", "critical", "warning", "info", "healthy")
@@ -104,8 +104,8 @@ class Fleet:
     roots: Sequence[RootGroup]
     columns: Sequence[str]
     rows: Sequence[Row]
-    matrix_objects: int | None
-    """How many objects match the filters in all (the matrix shows at most queries.MAX_ROWS)."""
+    matrix_bounded: bool
+    """True when the matrix holds queries.MAX_ROWS objects: more may match the filters."""
     healthy: bool = field(init=False)
 
     def __post_init__(self) -> None:
@@ -282,8 +282,8 @@ def build(
             )
         )
     clusters.sort(key=lambda c: (STATES.index(c.state), c.name))
-    columns, rows = matrix(of("matrix"), cluster_label=cluster_label)
-    counted = of("matrix_objects")
+    wanted = {tuple(r["metric"].get(k, "") for k in ("kind", "namespace", "name")) for r in of("matrix_rows")}
+    columns, rows = matrix(of("matrix"), cluster_label=cluster_label, wanted=wanted)
     return Fleet(
         now=now,
         prometheus=prometheus,
@@ -294,7 +294,7 @@ def build(
         roots=group_roots(of("roots"), of("blast_radius"), reasons, cluster_label=cluster_label, urls=urls),
         columns=columns,
         rows=rows,
-        matrix_objects=int(_number(counted[0])) if counted else (None if "matrix_objects" in errors else 0),
+        matrix_bounded=len(wanted) >= MAX_ROWS,
     )
 
 
@@ -332,12 +332,17 @@ def group_roots(
     return built
 
 
-def matrix(series: Sequence[dict[str, Any]], *, cluster_label: str) -> tuple[list[str], list[Row]]:
-    """(clusters, rows): skewed rows first, then rows with a cell lagging its source, then by name."""
+def matrix(
+    series: Sequence[dict[str, Any]], *, cluster_label: str, wanted: set[tuple[str, ...]]
+) -> tuple[list[str], list[Row]]:
+    """(clusters, rows) of the `wanted` objects: skewed rows first, then rows with a cell lagging
+    its source, then by name."""
     seen: dict[tuple[str, str, str], dict[str, dict[str, str]]] = defaultdict(dict)
     for s in series:
         m = s["metric"]
         key = (m.get("kind", ""), m.get("namespace", ""), m.get("name", ""))
+        if key not in wanted:
+            continue
         seen[key].setdefault(str(m.get(cluster_label, "")), m)  # the first wins, as on /metrics
     columns = sorted({c for cells in seen.values() for c in cells})
     rows = []

@@ -18,7 +18,7 @@ from watcher.export.report import format_age, plural
 from watcher.fleet.model import Cell, Fleet, RootGroup
 from watcher.fleet.queries import Filters
 from watcher.model.types import rfc3339
-from watcher.web.page import CSS, REFRESH_SECONDS, more, row, security_headers
+from watcher.web.page import CSS, REFRESH_SECONDS, row, security_headers
 
 FLEET_CSS = (
     CSS
@@ -146,9 +146,10 @@ def _root_line(group: RootGroup) -> str:
 def _matrix(fleet: Fleet) -> Iterable[str]:
     """What version runs where: a row per object, a column per cluster."""
     yield '<section id="versions"><h2>What version runs where</h2>'
-    if "matrix" in fleet.errors:
-        yield f'<p class="stale">Not known: {escape(fleet.errors["matrix"])}.</p></section>'
-        return
+    for query in ("matrix_rows", "matrix"):
+        if query in fleet.errors:
+            yield f'<p class="stale">Not known: {escape(fleet.errors[query])}.</p></section>'
+            return
     if not fleet.rows:
         yield "<p>No Kustomization, HelmRelease or Terraform with a source matches.</p></section>"
         return
@@ -164,8 +165,9 @@ def _matrix(fleet: Fleet) -> Iterable[str]:
         names = [r.kind, r.namespace, r.name, r.majority or "none"]
         yield row("td", [*names, *([None] * len(fleet.columns))], raw=raw, classes=classes, mono=(3,))
     yield "</table>"
-    if fleet.matrix_objects is not None:
-        yield from more(fleet.matrix_objects - len(fleet.rows), "objects (narrow the filters)")
+    if fleet.matrix_bounded:
+        shown = f"The first {len(fleet.rows)} objects, skewed first: narrow the filters for more."
+        yield f'<p class="more">{escape(shown)}</p>'
     yield "</section>"
 
 

@@ -4,13 +4,15 @@ series (docs/metrics.md) and the cluster label the store adds (an external label
 The bounds: the per-cluster queries return one series per cluster; roots are `topk` by severity
 (critical first, so a bound never hides a critical root behind an info one) with their exact
 counts per cluster and severity beside them; the version matrix keeps `topk` objects, those with
-the most distinct applied revisions across clusters first, with the total number counted. The
+the most distinct applied revisions across clusters first (`matrix_rows`), whose cells a second,
+narrow query then reads (`matrix_query`). The
 filters are regular expressions in label matchers, so the store does the filtering.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,6 +106,18 @@ def queries(*, cluster_label: str, filters: Filters) -> dict[str, str]:
         ),
         "controllers_down": f"{one} (stalewatch_controller_up{_matchers(c)}) == 0",
         "down_reasons": f"{one} (stalewatch_controller_down_reason{_matchers(c)}) == 1",
-        "matrix": f"{revision} and on (kind, namespace, name) topk({MAX_ROWS}, {distinct})",
-        "matrix_objects": f"count ({distinct})",
+        "matrix_rows": f"topk({MAX_ROWS}, {distinct})",
     }
+
+
+def matrix_query(rows: Sequence[dict[str, Any]], *, cluster_label: str, filters: Filters) -> str:
+    """The cells of the matrix rows `matrix_rows` answered: a selection narrowed by their names
+    and namespaces (index lookups), instead of a second pass over every object's series. It may
+    also select an object of one row's name in another row's namespace; the builder drops it."""
+
+    def alternatives(label: str) -> str:
+        values = sorted({str(row["metric"].get(label, "")) for row in rows})
+        return f"{label}=~{quote('|'.join(map(re.escape, values)))}"
+
+    c = f"{cluster_label}=~{quote(filters.cluster)}" if filters.cluster else ""
+    return f"stalewatch_revision_info{_matchers(c, alternatives('namespace'), alternatives('name'))}"

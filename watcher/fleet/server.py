@@ -30,7 +30,7 @@ from aiohttp import web
 from watcher.fleet.model import Fleet, build
 from watcher.fleet.page import HEADERS, render_fleet
 from watcher.fleet.prom import Credentials, Prometheus
-from watcher.fleet.queries import Filters, queries
+from watcher.fleet.queries import Filters, matrix_query, queries
 from watcher.logs import fields, setup_logging
 from watcher.terminal import complain
 from watcher.web.server import hardened_app, healthz, parse_listen, start
@@ -64,9 +64,14 @@ class FleetSource:
             return kept[1]
         now = self.clock()
         asked = queries(cluster_label=self.cluster_label, filters=filters)
-        answers = await asyncio.gather(*(self.prometheus.query(expr, at=now) for expr in asked.values()))
+        answered = await asyncio.gather(*(self.prometheus.query(expr, at=now) for expr in asked.values()))
+        answers = dict(zip(asked, answered, strict=True))
+        rows = answers["matrix_rows"].result
+        if rows:
+            cells = matrix_query(rows, cluster_label=self.cluster_label, filters=filters)
+            answers["matrix"] = await self.prometheus.query(cells, at=now)
         fleet = build(
-            dict(zip(asked, answers, strict=True)),
+            answers,
             now=now,
             cluster_label=self.cluster_label,
             prometheus=self.prometheus.url,
