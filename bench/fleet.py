@@ -86,12 +86,14 @@ def write_openmetrics(out: TextIO, *, clusters: int, count: int, end: int) -> in
             out.write(f"{family}{{{text}}} {value} {at}\n")
             samples += 1
 
-    def up_times(cluster: str) -> Iterator[int]:
-        last = end - 20 * 60 if cluster == stopped else end
-        return iter(range(end - UP_SPAN, last + 1, UP_EVERY))
+    def last(cluster: str) -> int:
+        return end - 20 * 60 if cluster == stopped else end
 
-    def object_times() -> Iterator[int]:
-        return iter(range(end - OBJECT_SPAN, end + 1, OBJECT_EVERY))
+    def up_times(cluster: str) -> Iterator[int]:
+        return iter(range(end - UP_SPAN, last(cluster) + 1, UP_EVERY))
+
+    def object_times(cluster: str) -> Iterator[int]:
+        return iter(range(last(cluster) - OBJECT_SPAN, last(cluster) + 1, OBJECT_EVERY))
 
     def scraped(cluster: str) -> dict[str, str]:
         return {"cluster": cluster, "instance": f"stalewatch.{cluster}:8080", "job": "stalewatch"}
@@ -110,7 +112,7 @@ def write_openmetrics(out: TextIO, *, clusters: int, count: int, end: int) -> in
                 "stalewatch_revision_info",
                 {**labels, "revision": REV_NEW, "applied_revision": applied},
                 1.0,
-                object_times(),
+                object_times(c),
             )
     out.write("# TYPE stalewatch_finding gauge\n")
     for c in names:
@@ -125,7 +127,7 @@ def write_openmetrics(out: TextIO, *, clusters: int, count: int, end: int) -> in
                 "root": "true",
                 **tofu_root,
             }
-            series("stalewatch_finding", labels, 1.0, object_times())
+            series("stalewatch_finding", labels, 1.0, object_times(c))
             for kind, ns, name in gitops:
                 if kind == "Terraform":
                     symptom = {
@@ -139,7 +141,7 @@ def write_openmetrics(out: TextIO, *, clusters: int, count: int, end: int) -> in
                         "stalewatch_finding",
                         {**scraped(c), **symptom, "root": "false", **tofu_root},
                         1.0,
-                        object_times(),
+                        object_times(c),
                     )
         if c in behind:
             for n, (kind, ns, name) in enumerate(gitops):
@@ -154,20 +156,20 @@ def write_openmetrics(out: TextIO, *, clusters: int, count: int, end: int) -> in
                         "root": "true",
                         **own,
                     }
-                    series("stalewatch_finding", labels, 1.0, object_times())
+                    series("stalewatch_finding", labels, 1.0, object_times(c))
     out.write("# TYPE stalewatch_controller_up gauge\n")
     for c in names:
         for name in CONTROLLERS:
             up = 0.0 if c in down and name == "tofu-controller" else 1.0
             labels = {**scraped(c), "namespace": "flux-system", "name": name, "kind": "Deployment"}
-            series("stalewatch_controller_up", labels, up, object_times())
+            series("stalewatch_controller_up", labels, up, object_times(c))
     out.write("# TYPE stalewatch_controller_down_reason gauge\n")
     for c in names:
         for name in CONTROLLERS:
             for reason in REASONS:
                 on = 1.0 if c in down and name == "tofu-controller" and reason == "ImagePullBackOff" else 0.0
                 labels = {**scraped(c), "namespace": "flux-system", "name": name, "reason": reason}
-                series("stalewatch_controller_down_reason", labels, on, object_times())
+                series("stalewatch_controller_down_reason", labels, on, object_times(c))
     out.write("# EOF\n")
     return samples
 
