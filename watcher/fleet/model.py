@@ -15,6 +15,7 @@ whose revisions tie), or when it lags its own source. The same root cause in man
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -22,10 +23,11 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from watcher.export.report import format_age
 from watcher.fleet.queries import LOOKBACK, MAX_ROWS, SEVERITY_WEIGHT, Answer, Filters
+from watcher.model.objects import format_age
 from watcher.model.types import rfc3339
 
+OBJECT = ("kind", "namespace", "name")
 STATES = ("unknown", "stale", "critical", "warning", "info", "healthy")
 """Cluster states, worst first; only `healthy` is green."""
 
@@ -241,17 +243,14 @@ def build(
     up, synced, last = per_cluster("up"), per_cluster("synced"), per_cluster("last_sample")
     roots: dict[str, dict[str, int]] = defaultdict(dict)
     for s in of("root_counts"):
-        roots[cluster(s)][s["metric"].get("severity", "")] = int(_number(s))
+        roots[cluster(s)][_labels(s, "severity")[0]] = _count(s)
     reasons = {
-        (cluster(s), s["metric"].get("namespace", ""), s["metric"].get("name", "")): s["metric"].get(
-            "reason", ""
-        )
-        for s in of("down_reasons")
+        _labels(s, cluster_label, "namespace", "name"): _labels(s, "reason")[0] for s in of("down_reasons")
     }
     down: dict[str, list[ControllerDown]] = defaultdict(list)
     for s in of("controllers_down"):
-        m, key = s["metric"], (cluster(s), s["metric"].get("namespace", ""), s["metric"].get("name", ""))
-        down[key[0]].append(ControllerDown(key[1], key[2], m.get("kind", ""), reasons.get(key, "")))
+        key = _labels(s, cluster_label, "namespace", "name")
+        down[key[0]].append(ControllerDown(key[1], key[2], _labels(s, "kind")[0], reasons.get(key, "")))
     named = {n for n in urls if _matches(filters.cluster, n)}
     names = sorted(set(up) | set(last) | set(roots) | set(down) | named)
     clusters = []
@@ -282,7 +281,7 @@ def build(
             )
         )
     clusters.sort(key=lambda c: (STATES.index(c.state), c.name))
-    wanted = {tuple(r["metric"].get(k, "") for k in ("kind", "namespace", "name")) for r in of("matrix_rows")}
+    wanted = {_labels(r, *OBJECT) for r in of("matrix_rows")}
     columns, rows = matrix(of("matrix"), cluster_label=cluster_label, wanted=wanted)
     return Fleet(
         now=now,
@@ -301,28 +300,22 @@ def build(
 def group_roots(
     roots: Sequence[dict[str, Any]],
     blast: Sequence[dict[str, Any]],
-    reasons: Mapping[tuple[str, str, str], str],
+    reasons: Mapping[tuple[str, ...], str],
     *,
     cluster_label: str,
     urls: Mapping[str, str],
 ) -> list[RootGroup]:
     """Root findings grouped across clusters by (type, kind, namespace, name, down reason); the
     most severe first, then those in the most clusters."""
-    radius = {
-        tuple(
-            s["metric"].get(k, "") for k in (cluster_label, "root_kind", "root_namespace", "root_name")
-        ): int(_number(s))
-        for s in blast
-    }
+    radius = {_labels(s, cluster_label, "root_kind", "root_namespace", "root_name"): _count(s) for s in blast}
     groups: dict[tuple[str, ...], list[Where]] = defaultdict(list)
     for s in roots:
-        m = s["metric"]
-        cluster, kind, namespace, name = (m.get(k, "") for k in (cluster_label, "kind", "namespace", "name"))
-        reason = reasons.get((cluster, namespace, name), "") if m.get("type") == "ControllerDown" else ""
-        where = Where(
-            cluster, urls.get(cluster), m.get("severity", ""), radius.get((cluster, kind, namespace, name), 0)
+        cluster, kind, namespace, name, type_, severity = _labels(
+            s, cluster_label, *OBJECT, "type", "severity"
         )
-        groups[(m.get("type", ""), kind, namespace, name, reason)].append(where)
+        reason = reasons.get((cluster, namespace, name), "") if type_ == "ControllerDown" else ""
+        where = Where(cluster, urls.get(cluster), severity, radius.get((cluster, kind, namespace, name), 0))
+        groups[(type_, kind, namespace, name, reason)].append(where)
     built = []
     for (type_, kind, namespace, name, reason), wheres in groups.items():
         wheres.sort(key=lambda w: w.cluster)
@@ -337,10 +330,9 @@ def matrix(
 ) -> tuple[list[str], list[Row]]:
     """(clusters, rows) of the `wanted` objects: skewed rows first, then rows with a cell lagging
     its source, then by name."""
-    seen: dict[tuple[str, str, str], dict[str, dict[str, str]]] = defaultdict(dict)
+    seen: dict[tuple[str, ...], dict[str, dict[str, str]]] = defaultdict(dict)
     for s in series:
-        m = s["metric"]
-        key = (m.get("kind", ""), m.get("namespace", ""), m.get("name", ""))
+        m, key = s["metric"], _labels(s, *OBJECT)
         if key not in wanted:
             continue
         seen[key].setdefault(str(m.get(cluster_label, "")), m)  # the first wins, as on /metrics
@@ -388,6 +380,17 @@ def _skewed(row: Row) -> bool:
 
 def _rank(severity: str) -> int:
     return -SEVERITY_WEIGHT.get(severity, 0)
+
+
+def _labels(sample: dict[str, Any], *names: str) -> tuple[str, ...]:
+    """The sample's values of those labels, "" for one it lacks (an empty label is no label)."""
+    metric = sample["metric"]
+    return tuple(str(metric.get(name, "")) for name in names)
+
+
+def _count(sample: dict[str, Any]) -> int:
+    value = _number(sample)
+    return int(value) if math.isfinite(value) else 0
 
 
 def _number(sample: dict[str, Any]) -> float:

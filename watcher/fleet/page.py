@@ -14,9 +14,10 @@ from collections.abc import Iterable
 from html import escape
 from urllib.parse import urlencode
 
-from watcher.export.report import format_age, plural
+from watcher.export.report import plural
 from watcher.fleet.model import Cell, Fleet, RootGroup
 from watcher.fleet.queries import Filters
+from watcher.model.objects import format_age
 from watcher.model.types import rfc3339
 from watcher.web.page import CSS, REFRESH_SECONDS, row, security_headers
 
