@@ -164,7 +164,7 @@ def _matrix(fleet: Fleet) -> Iterable[str]:
         raw = {first + i: _cell(r.cells.get(c)) for i, c in enumerate(fleet.columns)}
         classes = {first + i: _classes(r.cells.get(c)) for i, c in enumerate(fleet.columns)}
         names = [r.kind, r.namespace, r.name, r.majority or "none"]
-        yield row("td", [*names, *([None] * len(fleet.columns))], raw=raw, classes=classes, mono=(3,))
+        yield row("td", [*names, *([None] * len(fleet.columns))], raw=raw, classes=classes, mono=(3, *raw))
     yield "</table>"
     if fleet.matrix_bounded:
         shown = f"The first {len(fleet.rows)} objects, skewed first: narrow the filters for more."
@@ -185,9 +185,7 @@ def _classes(cell: Cell | None) -> str:
     """The highlighting: off the majority, lagging its source, or not in that cluster at all."""
     if cell is None:
         return "absent"
-    return " ".join(
-        name for name, on in (("rev", True), ("off", cell.off_majority), ("lag", cell.lags_source)) if on
-    )
+    return " ".join(name for name, on in (("off", cell.off_majority), ("lag", cell.lags_source)) if on)
 
 
 def _cluster_link(name: str, url: str | None) -> str:

@@ -203,7 +203,7 @@ def _findings(
     yield f"<p>{escape(summary_line(roots, findings, objects))}</p>"
     for root in roots[:MAX_ROOTS]:
         yield from _root(root, symptoms.get(root.id, []), now=now)
-    yield from more(len(roots) - MAX_ROOTS, "root causes (all in the findings JSON)")
+    yield from _more(len(roots) - MAX_ROOTS, "root causes (all in the findings JSON)")
     yield "</section>"
 
 
@@ -241,7 +241,7 @@ def _blast_radius(tags: dict[SubjectKey, set[str]]) -> Iterable[str]:
             yield f'<li>{subject} <span class="tags">{escape(types)}</span></li>'
         yield "</ul></dd>"
     yield "</dl>"
-    yield from more(len(tags) - MAX_AFFECTED, "affected objects")
+    yield from _more(len(tags) - MAX_AFFECTED, "affected objects")
 
 
 def _rejected(rejected: Sequence[Rejection]) -> Iterable[str]:
@@ -254,7 +254,7 @@ def _rejected(rejected: Sequence[Rejection]) -> Iterable[str]:
         then = "left out, the rest evaluated" if r.evaluated else "not evaluated"
         yield row("td", [describe(r.subject), r.field, r.value, str(r.reason), then], css="bad")
     yield "</table>"
-    yield from more(len(rejected) - MAX_ROWS, "rejected (all in the findings JSON)")
+    yield from _more(len(rejected) - MAX_ROWS, "rejected (all in the findings JSON)")
     yield "</section>"
 
 
@@ -301,7 +301,7 @@ def _objects(
         cells = [subject["kind"], subject["namespace"], subject["name"], None, o.reason, on, o.controller]
         yield row("td", [*cells, _since(o.last_transition, now)], raw={3: mark}, css="bad" if bad(o) else "")
     yield "</table>"
-    yield from more(len(shown) - MAX_ROWS, "objects")
+    yield from _more(len(shown) - MAX_ROWS, "objects")
     yield "</section>"
 
 
@@ -319,7 +319,7 @@ def _revisions(revisions: Sequence[RevisionInfo], *, namespace: str | None) -> I
         cells = [describe(r.subject), r.source, r.revision, r.applied_revision]
         yield row("td", cells, css="skew" if skew else "", mono=(2, 3))
     yield "</table>"
-    yield from more(len(shown) - MAX_ROWS, "revisions")
+    yield from _more(len(shown) - MAX_ROWS, "revisions")
     yield "</section>"
 
 
@@ -362,6 +362,6 @@ def _since(moment: datetime | None, now: datetime) -> str:
     return f"{rfc3339(moment)} ({format_age(moment, now)})" if moment else ""
 
 
-def more(count: int, what: str) -> Iterable[str]:
+def _more(count: int, what: str) -> Iterable[str]:
     if count > 0:
         yield f'<p class="more">and {count} more {escape(what)}</p>'
