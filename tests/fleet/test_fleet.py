@@ -8,7 +8,6 @@ stalewatch is stopped. Everything is polled with a deadline; nothing asserts how
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import ExitStack
@@ -44,9 +43,8 @@ from watcher.fleet.server import FleetSource, create_fleet_app
 pytestmark = pytest.mark.cluster
 
 SKEW_ALERT = "StalewatchRevisionSkewAcrossClusters"
-ARTIFACTS = Path(
-    os.environ.get("STALEWATCH_ARTIFACTS") or Path(__file__).resolve().parents[2] / "test-artifacts"
-)
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+"""Where the page's screenshot is kept (git ignores it)."""
 CRITICAL_RED, HEALTHY_GREEN, OFF_PINK = "rgb(197, 34, 31)", "rgb(24, 128, 56)", "rgb(252, 232, 230)"
 
 
@@ -203,7 +201,7 @@ async def test_revision_skew_across_clusters_goes_pending_with_the_shipped_rule_
 
 @pytest.fixture
 def artifacts() -> Path:
-    """Where the screenshot goes ($STALEWATCH_ARTIFACTS, else test-artifacts/ in the clone)."""
+    """test-artifacts/ in the clone, made if need be."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     return ARTIFACTS
 
