@@ -40,7 +40,7 @@ BLAST_RADIUS = (
 )
 ROOT_CAUSE = (
     '{{ if eq $labels.root "true" }}This is a root cause. Symptoms it explains (suppressed while it'
-    " fires): " + BLAST_RADIUS + "."
+    ' fires): ' + BLAST_RADIUS + "."
     "{{ else if $labels.root_kind }}Root cause: {{ $labels.root_type }} on " + ROOT_OBJECT + "."
     " This alert is suppressed while that root-cause alert fires."
     "{{ else }}No root cause is known for it: it is a problem of its own.{{ end }}"

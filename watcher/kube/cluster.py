@@ -212,3 +212,4 @@ class ClusterWatcher:
                 continue  # e.g. a pooled connection the server had closed: the next probe tells
             else:
                 self.link.reached()
+
