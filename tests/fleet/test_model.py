@@ -3,6 +3,7 @@ and what each cluster, root group and matrix cell must then say."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -11,7 +12,7 @@ import pytest
 
 from watcher.fleet.model import Fleet, build
 from watcher.fleet.prom import parse_answer
-from watcher.fleet.queries import MAX_ROWS, Answer, Filters, queries
+from watcher.fleet.queries import MAX_ROWS, Answer, Filters, matrix_query, queries
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 REV_A, REV_B = "main@sha1:" + "a" * 40, "main@sha1:" + "b" * 40
@@ -331,3 +332,19 @@ def test_a_store_warning_reaches_the_fleet_and_it_is_not_healthy() -> None:
     assert f.warnings == ["partial response"]
     assert state(f, "a")[0] == "healthy"
     assert not f.healthy, "a partial answer may be missing clusters"
+
+
+def test_the_cells_query_selects_each_row_by_its_name_literally() -> None:
+    rows = [
+        s(2, kind="Kustomization", namespace="a.b", name="x(y) z|w+"),
+        s(1, kind="Terraform", namespace="c", name="d"),
+    ]
+    query = matrix_query(rows, cluster_label="cluster", filters=Filters(cluster="prod"))
+    matchers = dict(re.findall(r'(\w+)=~"((?:[^"\\]|\\.)*)"', query))
+    regex = {label: value.replace("\\\\", "\\") for label, value in matchers.items()}
+    assert re.fullmatch(regex["name"], "x(y) z|w+")
+    assert re.fullmatch(regex["name"], "d")
+    assert not re.fullmatch(regex["name"], "x(y) z")
+    assert re.fullmatch(regex["namespace"], "a.b")
+    assert not re.fullmatch(regex["namespace"], "axb")
+    assert regex["cluster"] == "prod"

@@ -5,8 +5,8 @@ The bounds: the per-cluster queries return one series per cluster; roots are `to
 (critical first, so a bound never hides a critical root behind an info one) with their exact
 counts per cluster and severity beside them; the version matrix keeps `topk` objects, those with
 the most distinct applied revisions across clusters first (`matrix_rows`), whose cells a second,
-narrow query then reads (`matrix_query`). The
-filters are regular expressions in label matchers, so the store does the filtering.
+narrow query then reads (`matrix_query`). The filters are regular expressions in label matchers,
+so the store does the filtering.
 """
 
 from __future__ import annotations
@@ -65,13 +65,23 @@ def quote(text: str) -> str:
 ROOT, SYMPTOM = 'root="true"', 'root="false"'
 
 
+_RE2_SPECIAL = re.compile(r"([\\.+*?()|\[\]{}^$])")
+"""What RE2 gives a meaning to; escaped, a name matches itself (RE2 refuses some of Python's
+re.escape escapes, such as of a space)."""
+_ESCAPED = r"\\\1"
+
+
 def _matchers(*parts: str) -> str:
     return "{" + ",".join(part for part in parts if part) + "}"
 
 
+def _in_clusters(cluster_label: str, filters: Filters) -> str:
+    return f"{cluster_label}=~{quote(filters.cluster)}" if filters.cluster else ""
+
+
 def queries(*, cluster_label: str, filters: Filters) -> dict[str, str]:
     """Query name -> PromQL. `cluster_label` must be a legacy label name (checked by the CLI)."""
-    c = f"{cluster_label}=~{quote(filters.cluster)}" if filters.cluster else ""
+    c = _in_clusters(cluster_label, filters)
     ns = f"namespace=~{quote(filters.namespace)}" if filters.namespace else ""
     name = f"name=~{quote(filters.name)}" if filters.name else ""
     one = f"max without ({HA_LABELS})"
@@ -88,7 +98,7 @@ def queries(*, cluster_label: str, filters: Filters) -> dict[str, str]:
         f"count by (kind, namespace, name) (count by (kind, namespace, name, applied_revision) ({revision}))"
     )
     return {
-        "up": f"max {by} (stalewatch_up{_matchers(c)})",
+        "up": f"max {by} ({up})",
         "synced": f"max {by} (stalewatch_synced{_matchers(c)})",
         "last_sample": " or ".join(
             [
@@ -117,7 +127,7 @@ def matrix_query(rows: Sequence[dict[str, Any]], *, cluster_label: str, filters:
 
     def alternatives(label: str) -> str:
         values = sorted({str(row["metric"].get(label, "")) for row in rows})
-        return f"{label}=~{quote('|'.join(map(re.escape, values)))}"
+        return f"{label}=~{quote('|'.join(_RE2_SPECIAL.sub(_ESCAPED, v) for v in values))}"
 
-    c = f"{cluster_label}=~{quote(filters.cluster)}" if filters.cluster else ""
+    c = _in_clusters(cluster_label, filters)
     return f"stalewatch_revision_info{_matchers(c, alternatives('namespace'), alternatives('name'))}"
