@@ -9,7 +9,6 @@ for one) are kept, because an answer with them may be missing clusters.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import ssl
 from dataclasses import dataclass
@@ -116,8 +115,6 @@ class Prometheus:
             return Answer(error=f"no answer within {self.timeout:g}s")
         except (aiohttp.ClientError, OSError) as error:
             return Answer(error=f"unreachable: {_one_line(str(error) or type(error).__name__)}")
-        except asyncio.CancelledError:
-            raise
         if len(body) > MAX_ANSWER_BYTES:
             return Answer(error=f"answer larger than {MAX_ANSWER_BYTES // 2**20} MiB")
         return parse_answer(status, bytes(body))
