@@ -35,7 +35,9 @@ from typing import Any, TextIO
 
 import aiohttp
 
+from bench.kinds import CONTROLLERS
 from tests.export.promstack import PROMETHEUS, free_port, process_running
+from watcher.export.metrics import DOWN_REASONS
 from watcher.fleet.page import render_fleet
 from watcher.fleet.prom import Prometheus
 from watcher.fleet.queries import Filters, matrix_query, queries
@@ -43,20 +45,6 @@ from watcher.fleet.server import FleetSource
 
 RESULTS = Path(__file__).resolve().parent / "results" / "fleet.json"
 KINDS = (("Kustomization", 0.5), ("HelmRelease", 0.3), ("Terraform", 0.2))
-REASONS = (
-    "ImagePullBackOff",
-    "ErrImagePull",
-    "CrashLoopBackOff",
-    "CreateContainerConfigError",
-    "Unschedulable",
-)
-CONTROLLERS = (
-    "source-controller",
-    "kustomize-controller",
-    "helm-controller",
-    "notification-controller",
-    "tofu-controller",
-)
 REV_OLD, REV_NEW = "main@sha1:" + "1" * 40, "main@sha1:" + "2" * 40
 UP_SPAN, UP_EVERY = 70 * 60, 15
 OBJECT_SPAN, OBJECT_EVERY = 5 * 60, 60
@@ -166,7 +154,7 @@ def write_openmetrics(out: TextIO, *, clusters: int, count: int, end: int) -> in
     out.write("# TYPE stalewatch_controller_down_reason gauge\n")
     for c in names:
         for name in CONTROLLERS:
-            for reason in REASONS:
+            for reason in DOWN_REASONS:
                 on = 1.0 if c in down and name == "tofu-controller" and reason == "ImagePullBackOff" else 0.0
                 labels = {**scraped(c), "namespace": "flux-system", "name": name, "reason": reason}
                 series("stalewatch_controller_down_reason", labels, on, object_times(c))
