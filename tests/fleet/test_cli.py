@@ -3,6 +3,7 @@ and a real server answers with credentials sent as configured."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from aiohttp.test_utils import TestServer
 
 from watcher.cli import main
 from watcher.fleet.prom import Credentials, Prometheus
+from watcher.fleet.queries import Answer
 
 OK = ["fleet", "--prometheus", "http://127.0.0.1:9090"]
 
@@ -113,3 +115,15 @@ async def test_the_credentials_reach_the_store_and_a_refusal_is_an_answer_naming
             answer = await store.query("up", at=datetime.now(UTC))
     assert seen == [expected]
     assert answer.error == "unauthorized: bad token"
+
+
+async def test_a_store_slower_than_the_query_timeout_is_an_answer_saying_so() -> None:
+    async def slow(request: web.Request) -> web.Response:
+        await asyncio.sleep(5)
+        return web.json_response({"status": "success", "data": {"resultType": "vector", "result": []}})
+
+    app = web.Application()
+    app.router.add_post("/api/v1/query", slow)
+    async with TestServer(app) as server, Prometheus(str(server.make_url("")), timeout=0.2) as store:
+        answer = await store.query("up", at=datetime.now(UTC))
+    assert answer == Answer(error="no answer within 0.2s")
