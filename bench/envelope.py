@@ -121,8 +121,9 @@ def _probe_names(evaluation: Any) -> set[tuple[str, str]]:
 
 def live(stream: Path) -> dict[str, Any]:
     import watcher.app  # noqa: F401  (stalewatch run's whole import footprint, as its RSS has)
+    from watcher.kube.link import Link
     from watcher.kube.live import LiveModel
-    from watcher.kube.reflector import Link, Reflector, WatchOptions
+    from watcher.kube.reflector import Reflector, WatchOptions
     from watcher.model.types import ModelConfig, Thresholds
     from watcher.telemetry import Telemetry
 

@@ -24,7 +24,7 @@ import re
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args, get_type_hints
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_type_hints
 
 import yaml
 from pydantic import (
@@ -46,7 +46,9 @@ from pydantic_settings import (
     SettingsError,
 )
 
-from watcher.inputs import InputError, Refused, read_path, shape_problem, yaml_documents, yaml_problem
+from watcher.config_input import ConfigError as ConfigError  # callers catch it from watcher.config
+from watcher.config_input import format_validation_error, read_config_file, settings_error_message, shown
+from watcher.inputs import yaml_problem
 from watcher.model.objects import duration_seconds, format_duration
 from watcher.model.types import (
     DEFAULT_CONTROLLERS,
@@ -58,7 +60,6 @@ from watcher.model.types import (
     Thresholds,
 )
 
-MAX_CONFIG_FILE_BYTES = 1024 * 1024
 ENV_PREFIX = "STALEWATCH_"
 TOOLING_VARIABLES = frozenset(
     {
@@ -70,8 +71,6 @@ TOOLING_VARIABLES = frozenset(
 )
 """The project's test and bench tooling's own STALEWATCH_* variables: not settings, yet no typo
 either, so never warned about (tests/cli checks that the tooling uses no other)."""
-MAX_CONFIG_DEPTH = 20
-
 MAX_DURATION = timedelta(microseconds=(2**63 - 1) // 1000)
 """Go's time.Duration is int64 nanoseconds: Flux accepts no interval longer, nor does stalewatch."""
 MAX_FACTOR = 1000.0
@@ -80,14 +79,6 @@ MAX_FACTOR = 1000.0
 _DURATION_HINT = "expected a duration such as 90s, 10m or 1h30m (units h, m, s, ms), or a number of seconds"
 _NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 _LISTEN = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[^:\[\]\s]*):(?P<port>\d{1,5})")
-
-
-class ConfigError(Exception):
-    """A user mistake in configuration: one line per problem (`lines`); str() joins them."""
-
-    def __init__(self, *lines: str) -> None:
-        super().__init__("\n".join(lines))
-        self.lines = lines
 
 
 def parse_duration(value: object) -> timedelta:
@@ -110,12 +101,6 @@ def parse_duration(value: object) -> timedelta:
         longest = format_duration(timedelta(seconds=MAX_DURATION // timedelta(seconds=1)))
         raise ValueError(f"at most {longest}, the longest Go duration; got {shown(value)}")
     return timedelta(seconds=seconds)
-
-
-def shown(value: object) -> str:
-    """A user's value quoted in an error message: repr, cut to 60 characters."""
-    text = repr(value)
-    return text if len(text) <= 60 else text[:59] + "…"
 
 
 Duration = Annotated[timedelta, BeforeValidator(parse_duration), PlainSerializer(format_duration)]
@@ -342,53 +327,9 @@ def load_settings(
     try:
         return _Layered(**dict(overrides or {}))
     except ValidationError as error:
-        raise ConfigError(*format_validation_error(error)) from None
+        raise ConfigError(*format_validation_error(error, settings=Settings)) from None
     except SettingsError as error:
-        raise ConfigError(f"config: {_settings_error_message(error)}") from None
-
-
-def read_config_file(path: Path) -> dict[str, Any]:
-    """The YAML config file as a mapping; every way it can be unusable is one ConfigError line.
-    It is read with the snapshot loader's limits (watcher.inputs): a byte cap, the YAML alias
-    budget and depth limit, and a key set twice is an error rather than a silent choice."""
-    try:
-        data = read_path(path, limit=MAX_CONFIG_FILE_BYTES, regular_only=False)
-        documents, syntax_error = yaml_documents(data)
-        if syntax_error:
-            raise InputError(syntax_error)
-        documents = [document for document in documents if document is not None]
-        if len(documents) > 1:
-            raise InputError(f"holds {len(documents)} YAML documents, expected one mapping of settings")
-        document = documents[0] if documents else {}
-        if isinstance(document, Refused):
-            raise InputError(document.problem)
-        problem = shape_problem(document, budget=[len(data) + 16], max_depth=MAX_CONFIG_DEPTH)
-        if problem:
-            raise InputError(problem)
-    except InputError as error:
-        raise ConfigError(f"config: {path}: {error}") from None
-    if not isinstance(document, dict):
-        raise ConfigError(f"config: {path}: expected a mapping of settings, got {type(document).__name__}")
-    _refuse_case_twins(document, where=f"config: {path}: ")
-    return document
-
-
-def _refuse_case_twins(document: dict[str, Any], *, where: str) -> None:
-    """Settings and finding types match case-insensitively, so `ControllerDown: critical` and
-    `controllerdown: info` in one file are one setting given twice: which one is meant?"""
-    groups = [("", document)]
-    severities = document.get("severities")
-    if isinstance(severities, dict):
-        groups.append(("severities.", severities))
-    problems = []
-    for prefix, mapping in groups:
-        first: dict[str, str] = {}
-        for key in map(str, mapping):
-            twin = first.setdefault(key.lower(), key)
-            if twin != key:
-                problems.append(f"{where}{prefix}{key}: set twice (also as {twin!r}); keep one")
-    if problems:
-        raise ConfigError(*problems)
+        raise ConfigError(f"config: {settings_error_message(error)}") from None
 
 
 def parse_set_options(assignments: Sequence[str]) -> dict[str, Any]:
@@ -414,44 +355,3 @@ def parse_set_options(assignments: Sequence[str]) -> dict[str, Any]:
             node = child
         node[leaf] = value
     return overrides
-
-
-def format_validation_error(error: ValidationError) -> list[str]:
-    """One `config: <setting>: <what is wrong>` line per bad setting."""
-    lines = []
-    for detail in error.errors(include_url=False):
-        loc = detail["loc"]
-        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".") or "config"
-        if detail["type"] == "extra_forbidden":
-            known = _known_settings(loc)
-            message = "unknown setting" + (f"; known: {', '.join(known)}" if known else "")
-        else:
-            message = str(detail["msg"]).removeprefix("Value error, ").replace("Field required", "required")
-            if detail["type"] not in ("value_error", "missing"):
-                message += f" (got {shown(detail['input'])})"
-        lines.append(f"config: {where}: {message}")
-    return lines
-
-
-def _known_settings(loc: tuple[int | str, ...]) -> list[str]:
-    """The setting names valid next to an unknown key, found by walking the settings models."""
-    model: type[BaseModel] = Settings
-    for part in loc[:-1]:
-        if isinstance(part, int):
-            continue
-        field = model.model_fields.get(part)
-        nested = [a for a in (field.annotation, *get_args(field.annotation)) if _is_model(a)] if field else []
-        if not nested:
-            return []
-        model = nested[0]
-    return list(model.model_fields)
-
-
-def _is_model(annotation: object) -> bool:
-    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
-
-
-def _settings_error_message(error: SettingsError) -> str:
-    """pydantic-settings says 'error parsing value for field "x" from source "EnvSettingsSource"'."""
-    match = re.search(r'field "([^"]+)"', str(error))
-    return f"{match[1]}: STALEWATCH_{match[1].upper()} is not valid JSON" if match else str(error)
