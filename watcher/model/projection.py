@@ -195,7 +195,7 @@ def _labels(node: Labels) -> Check:
     limit, keep, value_limit = node.limit, node.keep, node.value_limit
 
     def check(value: Any) -> Any:
-        if not isinstance(value, Mapping):
+        if type(value) is not dict and not isinstance(value, Mapping):
             raise _Drop
         kept = {
             sys.intern(k): sys.intern(v) if value_limit is None else v[:value_limit]

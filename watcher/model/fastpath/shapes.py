@@ -116,8 +116,10 @@ def _steps(node: Obj, var: str, *, interns: bool, depth: int = 0) -> list[str]:
             lines.append(f"{f'if type({attr}) is str: ' if maybe_unset else ''}{attr} = _intern({attr})")
         elif isinstance(field, Time):
             lines.append(f"{attr} = _time({attr}) if {attr} else ''")
-        elif isinstance(field, Labels) and (_filtered(field) or interns):
+        elif isinstance(field, Labels) and _filtered(field):
             lines.append(f"if type({attr}) is dict: {attr} = {_name('_check', compiled(field))}({attr})")
+        elif isinstance(field, Labels) and interns:  # its type said the rest (str to str, how many)
+            lines.append(f"if {attr}: {attr} = {{_intern(k): _intern(v) for k, v in {attr}.items()}}")
         elif isinstance(field, Obj):
             required = name in node.required
             lines += _object_steps(field, attr, interns=interns, depth=depth, required=required)
