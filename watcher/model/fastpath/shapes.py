@@ -9,9 +9,9 @@ it (a HelmChart's spec.chart is a name, a HelmRelease's an object).
 
 What a type cannot say is done after decoding by one function per kind, generated as source (as
 dataclasses generates __init__) because it runs on every event, each nested entry inlined: times
-and maps checked by project()'s own checks (any doubt raises a ValueError: the slow path), lists
-cut or kept by type, an empty entry or section left out, and, in `fix` only (a Pod packed as
-bytes needs none), tokens interned.
+and filtered maps checked by project()'s own checks (a doubt raises a ValueError: the slow
+path), lists cut or kept by type, an empty entry or section left out, and, in `fix` only (a Pod
+packed as bytes needs none), tokens interned.
 """
 
 from __future__ import annotations
