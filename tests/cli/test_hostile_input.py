@@ -1,7 +1,8 @@
 """What a hostile cluster, snapshot, config or shell can hand `stalewatch`: every case is answered
 with the documented lines on stderr, the right exit code and never a traceback; what the cluster
 wrote reaches the terminal escaped. Process-level cases (closed stdin, /dev/zero, a FIFO, files
-another user cannot read) run the installed `stalewatch` as a separate process."""
+another user cannot read) run as a separate process: the installed `stalewatch`, or a child
+that drops to user nobody."""
 
 from __future__ import annotations
 
@@ -37,11 +38,9 @@ def _plain_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("NO_COLOR", raising=False)
 
 
-def stalewatch(*args: str, stdin: Any = subprocess.DEVNULL, user: str | None = None) -> tuple[int, str, str]:
+def stalewatch(*args: str, stdin: Any = subprocess.DEVNULL) -> tuple[int, str, str]:
     """The installed command as its own process: (exit code, stdout, stderr)."""
     command = [STALEWATCH, *args]
-    if user is not None:  # the suite runs as root, which reads everything: drop to nobody
-        command = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *command]
     environment = {k: v for k, v in os.environ.items() if not k.upper().startswith("STALEWATCH_")}
     result = subprocess.run(
         command, stdin=stdin, capture_output=True, text=True, timeout=60, check=False, env=environment
@@ -53,6 +52,38 @@ def in_process(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str
     code = main(list(args))
     captured = capsys.readouterr()
     return code, captured.out, captured.err
+
+
+NOBODY = 65534
+
+
+def as_nobody(*args: str) -> tuple[int, str, str]:
+    """The CLI run as user nobody, in a forked child: (exit code, stdout, stderr).
+
+    The suite runs as root, which reads everything. The child drops to nobody and calls `main`
+    already imported, rather than exec'ing the venv's script, which nobody may not be able to
+    reach (a clone under a 0700 directory such as mktemp's)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        pid = os.fork()
+        if pid == 0:  # the child: never return into pytest
+            code = 70
+            try:
+                os.setgroups([])
+                os.setgid(NOBODY)
+                os.setuid(NOBODY)
+                os.dup2(out.fileno(), 1)
+                os.dup2(err.fileno(), 2)
+                sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115 - flushed below, fd kept
+                sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
+                code = main(list(args))
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        out.seek(0)
+        err.seek(0)
+        return os.waitstatus_to_exitcode(status), out.read().decode(), err.read().decode()
 
 
 def assert_no_traceback(*streams: str) -> None:
@@ -458,7 +489,7 @@ def test_an_unreadable_subdirectory_is_reported_not_skipped(shared_dir: Path) ->
     shutil.copy(EXAMPLES / "healthy" / "gitops.yaml", shared_dir / "gitops.yaml")
     (shared_dir / "locked").mkdir(mode=0o700)
     write(shared_dir / "locked" / "stalled.yaml", kustomization())
-    code, out, err = stalewatch("analyze", "--now", NOW, str(shared_dir), user="65534")
+    code, out, err = as_nobody("analyze", "--now", NOW, str(shared_dir))
     assert code == 2
     assert err == f"stalewatch: {shared_dir}/locked: cannot read directory: Permission denied\n"
     assert "all healthy" not in out
@@ -467,7 +498,7 @@ def test_an_unreadable_subdirectory_is_reported_not_skipped(shared_dir: Path) ->
 def test_an_unreadable_file_is_reported_not_skipped(shared_dir: Path) -> None:
     shutil.copy(EXAMPLES / "healthy" / "gitops.yaml", shared_dir / "gitops.yaml")
     write(shared_dir / "stalled.yaml", kustomization()).chmod(0o600)
-    code, _, err = stalewatch("analyze", "--now", NOW, str(shared_dir), user="65534")
+    code, _, err = as_nobody("analyze", "--now", NOW, str(shared_dir))
     assert code == 2
     assert err == f"stalewatch: {shared_dir}/stalled.yaml: cannot read: Permission denied\n"
 
