@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from watcher.model.table import SortedTable
 
 
@@ -39,3 +41,25 @@ def test_interleaved_puts_each_value_where_its_key_falls_among_the_items() -> No
     position = {"a": (1,), "c": (3,), "e": (5,)}
     assert placed.interleaved(["a", "c", "e"], key=position.__getitem__) == list("abcdez")
     assert table().interleaved(["a"], key=lambda item: (1,)) == ["a"]
+
+
+@pytest.mark.parametrize(
+    ("placed", "added"),
+    [
+        pytest.param(range(0, 200, 2), [51, 7, 199], id="new-keys-between-and-after-the-placed-ones"),
+        pytest.param(
+            range(0, 20, 2), [*range(19, 0, -2), 40], id="more-new-keys-than-placed-ones-in-reverse-order"
+        ),
+        pytest.param(range(0), [3, 1, 2], id="new-keys-into-an-empty-table"),
+    ],
+)
+def test_keys_added_after_an_output_take_their_place_in_key_order(placed: range, added: list[int]) -> None:
+    found = table(*((key, str(key)) for key in placed))
+    found.values()
+    for key in added:
+        found.set((key,), str(key))
+    found.set((added[0],), "changed before the output")
+    found.set((added[-1],), None)
+    expected = {key: str(key) for key in [*placed, *added[:-1]]} | {added[0]: "changed before the output"}
+    assert found.values() == [expected[key] for key in sorted(expected)]
+    assert found.interleaved([], key=lambda item: (0,)) == found.values()
