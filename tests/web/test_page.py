@@ -22,7 +22,8 @@ from tests.web.incident import (
     subject,
 )
 from watcher.model.types import Evaluation, FindingType, Severity
-from watcher.web.page import MAX_AFFECTED, MAX_ROWS, SECURITY_HEADERS, render_page
+from watcher.web.page import MAX_AFFECTED, MAX_ROWS, SECURITY_HEADERS, PageState, render_page
+from watcher.web.query import Query
 
 LIVE: dict[str, Any] = {
     "up": True,
@@ -41,14 +42,8 @@ def page(
     namespace: str | None = None,
     load_errors: int = 0,
 ) -> Node:
-    html = render_page(
-        evaluation,
-        status,
-        objects=objects,
-        load_errors=load_errors,
-        now=NOW + timedelta(seconds=30),
-        namespace=namespace,
-    )
+    state = PageState(evaluation, status, objects=objects, load_errors=load_errors)
+    html = render_page(state, Query(namespace=namespace), now=NOW + timedelta(seconds=30))
     return parse(html.decode())
 
 

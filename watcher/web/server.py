@@ -42,7 +42,8 @@ from watcher.export.metrics import render
 from watcher.export.report import summary
 from watcher.model.types import Evaluation
 from watcher.telemetry import Telemetry
-from watcher.web.page import SECURITY_HEADERS, render_page
+from watcher.web.page import SECURITY_HEADERS, PageState, render_page
+from watcher.web.query import parse_query
 
 EvaluationSource = Callable[[], Evaluation | None]
 
@@ -203,17 +204,21 @@ async def metrics(request: web.Request) -> web.Response:
 
 
 async def index(request: web.Request) -> web.Response:
-    telemetry, evaluation = request.app[TELEMETRY], request.app[SOURCE]()
-    counts = {"objects": telemetry.objects(), "load_errors": telemetry.malformed_now()}
-    body = await asyncio.to_thread(
-        render_page,
-        evaluation,
-        watch_status(telemetry),
-        now=datetime.now(UTC),
-        namespace=request.query.get("namespace") or None,
-        **counts,
-    )
+    state, query = page_state(request.app), parse_query(request.query)
+    body = await asyncio.to_thread(render_page, state, query, now=datetime.now(UTC))
     return web.Response(body=body, content_type="text/html", charset="utf-8", headers=SECURITY_HEADERS)
+
+
+def page_state(app: web.Application) -> PageState:
+    """What the page shows, taken on the event loop (consistent with the watches) for a
+    renderer to use in a worker thread: the page and the stream both start here."""
+    telemetry = app[TELEMETRY]
+    return PageState(
+        app[SOURCE](),
+        watch_status(telemetry),
+        objects=telemetry.objects(),
+        load_errors=telemetry.malformed_now(),
+    )
 
 
 def watch_status(telemetry: Telemetry) -> dict[str, Any]:
