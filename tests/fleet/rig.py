@@ -12,8 +12,10 @@ same stack, healthy, on revision B.
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
-import urllib.request
+import time
+import urllib.parse
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -34,6 +36,10 @@ WITHIN = 60.0
 """Deadline for a change in a cluster to travel stalewatch -> scrape -> query -> fleet."""
 STALENESS_WINDOW = 300.0
 """Prometheus' lookback: the longest a series that stopped being scraped can still be seen."""
+RESTORE_EVALUATION = 15
+"""Seconds between evaluations of the restarted Prometheus (`FleetRig.restart_prometheus_remembering`)."""
+RESTORED_WITHIN = 180.0
+"""Deadline for the restarted Prometheus to restore an alert and evaluate it firing (3 evaluations)."""
 
 
 def healthy_stack(ns: str, revision: str) -> list[dict[str, Any]]:
@@ -63,12 +69,14 @@ class Cluster:
 class FleetRig:
     namespace: str
     clusters: dict[str, Cluster]
-    prometheus: str
+    store: Store
     fleet: str
     """Base URL of `stalewatch fleet`."""
-    rules: Path
-    """The rule file Prometheus loads: the shipped one, until `shorten_for` rewrites it."""
     logs: Path
+
+    @property
+    def prometheus(self) -> str:
+        return self.store.url
 
     def document(self, query: str = "") -> dict[str, Any]:
         result: dict[str, Any] = get_json(f"{self.fleet}/api/v1/fleet{query}")
@@ -82,17 +90,32 @@ class FleetRig:
         alerts = get_json(f"{self.prometheus}/api/v1/alerts")["data"]["alerts"]
         return [a for a in alerts if a["labels"]["alertname"] == alertname]
 
-    def shorten_for(self, alertname: str, duration: str) -> None:
-        """Rewrites only that alert's `for:` in the loaded rule file and has Prometheus reload it."""
-        rules = yaml.safe_load(self.rules.read_text())
-        for group in rules["groups"]:
-            for rule in group["rules"]:
-                if rule.get("alert") == alertname:
-                    rule["for"] = duration
-        self.rules.write_text(yaml.safe_dump(rules))
-        request = urllib.request.Request(f"{self.prometheus}/-/reload", method="POST")
-        with urllib.request.urlopen(request, timeout=10) as response:
-            assert response.status == 200
+    def query(self, promql: str) -> list[dict[str, Any]]:
+        """The instant vector Prometheus answers for `promql` now."""
+        answer = get_json(f"{self.prometheus}/api/v1/query?" + urllib.parse.urlencode({"query": promql}))
+        result: list[dict[str, Any]] = answer["data"]["result"]
+        return result
+
+    def rule_groups(self) -> list[dict[str, Any]]:
+        groups: list[dict[str, Any]] = get_json(f"{self.prometheus}/api/v1/rules")["data"]["groups"]
+        return groups
+
+    def restart_prometheus_remembering(self, alert: dict[str, str], *, active_since: int) -> None:
+        """Stops Prometheus, gives its data dir the `ALERTS_FOR_STATE` series it would have written
+        had `alert` (its exact label set) been active since `active_since` (Unix seconds), and
+        starts it again on the same data dir, port and shipped rule file.
+
+        Prometheus restores an alert's `for` state once, after its second evaluation from start,
+        for the alerts active then, from the last sample of `ALERTS_FOR_STATE{<the alert's labels>}`
+        within `--rules.alert.for-outage-tolerance` (1h by default). The block written here ends
+        after the head's last sample, so Prometheus drops the head's older samples on replay: the
+        restarted one sees both clusters only once it scrapes them, which starts some 5s after it
+        does. It evaluates every RESTORE_EVALUATION so that its second evaluation comes after that.
+        """
+        self.store.stop()
+        until = time.time()  # after the last sample the stopped Prometheus wrote
+        self.store.backfill(for_state_openmetrics(alert, active_since=active_since, until=until))
+        self.store.start(evaluate_every=RESTORE_EVALUATION)
 
     async def until_fleet(self, check: Any, *, what: str, within: float = WITHIN) -> dict[str, Any]:
         """The first fleet document for which `check(document)` holds."""
@@ -115,11 +138,11 @@ class FleetRig:
         return "\n".join(lines)
 
 
-def prometheus_config(targets: dict[str, str], rules: Path) -> dict[str, Any]:
-    """One job, one static target per cluster labelled with its name."""
+def prometheus_config(targets: dict[str, str], *, evaluate_every: int) -> dict[str, Any]:
+    """One job, one static target per cluster labelled with its name; the shipped rule file."""
     return {
-        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-        "rule_files": [str(rules)],
+        "global": {"scrape_interval": "1s", "evaluation_interval": f"{evaluate_every}s"},
+        "rule_files": [str(RULES)],
         "scrape_configs": [
             {
                 "job_name": "stalewatch",
@@ -131,23 +154,72 @@ def prometheus_config(targets: dict[str, str], rules: Path) -> dict[str, Any]:
     }
 
 
+def for_state_openmetrics(alert: dict[str, str], *, active_since: int, until: float) -> str:
+    """`ALERTS_FOR_STATE{<alert's labels>}` as Prometheus writes it while the alert is active: one
+    sample an evaluation (every RESTORE_EVALUATION here), valued at the alert's activeAt in Unix
+    seconds, from `active_since` up to `until`; in the OpenMetrics text promtool reads."""
+    labels = ",".join(f'{name}="{_escaped(value)}"' for name, value in sorted(alert.items()))
+    count = int((until - active_since) // RESTORE_EVALUATION)
+    times = (until - k * RESTORE_EVALUATION for k in range(count, -1, -1))
+    lines = [f"ALERTS_FOR_STATE{{{labels}}} {active_since} {at:.3f}" for at in times]
+    return "\n".join(["# TYPE ALERTS_FOR_STATE gauge", *lines, "# EOF", ""])
+
+
+def _escaped(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+@dataclass
+class Store:
+    """The one Prometheus, which can be stopped and started again on the same port and data dir."""
+
+    workdir: Path
+    targets: dict[str, str]
+    port: int = field(default_factory=free_port)
+    starts: int = 0
+    running: ExitStack = field(default_factory=ExitStack)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def data(self) -> Path:
+        return self.workdir / "prometheus-data"
+
+    def start(self, *, evaluate_every: int = 1) -> None:
+        self.starts += 1
+        config = self.workdir / f"prometheus-{self.starts}.yaml"
+        config.write_text(yaml.safe_dump(prometheus_config(self.targets, evaluate_every=evaluate_every)))
+        command = [
+            PROMETHEUS,
+            f"--config.file={config}",
+            f"--storage.tsdb.path={self.data}",
+            f"--web.listen-address=127.0.0.1:{self.port}",
+        ]
+        log = self.workdir / f"prometheus-{self.starts}.log"
+        self.running.enter_context(process_running(command, f"{self.url}/-/ready", log))
+
+    def stop(self) -> None:
+        self.running.close()
+
+    def backfill(self, openmetrics: str) -> None:
+        """Writes the samples as TSDB blocks into the (stopped) Prometheus' data dir."""
+        source = self.workdir / f"backfill-{self.starts}.om"
+        source.write_text(openmetrics)
+        subprocess.run(
+            ["promtool", "tsdb", "create-blocks-from", "openmetrics", str(source), str(self.data)],
+            check=True,
+            capture_output=True,
+        )
+
+
 @contextmanager
-def prometheus_running(workdir: Path, targets: dict[str, str]) -> Iterator[tuple[str, Path]]:
-    rules = workdir / "stalewatch.rules.yaml"
-    rules.write_text(RULES.read_text())  # as shipped
-    config = workdir / "prometheus.yaml"
-    config.write_text(yaml.safe_dump(prometheus_config(targets, rules)))
-    port = free_port()
-    command = [
-        PROMETHEUS,
-        f"--config.file={config}",
-        f"--storage.tsdb.path={workdir / 'prometheus-data'}",
-        f"--web.listen-address=127.0.0.1:{port}",
-        "--web.enable-lifecycle",
-    ]
-    url = f"http://127.0.0.1:{port}"
-    with process_running(command, f"{url}/-/ready", workdir / "prometheus.log"):
-        yield url, rules
+def prometheus_running(workdir: Path, targets: dict[str, str]) -> Iterator[Store]:
+    store = Store(workdir, targets)
+    with store.running:
+        store.start()
+        yield store
 
 
 @contextmanager
