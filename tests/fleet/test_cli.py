@@ -14,9 +14,10 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from watcher.cli import main
+from watcher.cli import build_parser, main
 from watcher.fleet.prom import Credentials, Prometheus
 from watcher.fleet.queries import Answer
+from watcher.fleet.server import check_arguments
 
 OK = ["fleet", "--prometheus", "http://127.0.0.1:9090"]
 
@@ -41,7 +42,33 @@ MISTAKES = [
     ),
     pytest.param(["--cluster-label", "9x"], "--cluster-label '9x': not a label name", id="label"),
     pytest.param(["--listen", "8081"], "--listen: listen address '8081' is not [HOST]:PORT", id="listen"),
-    pytest.param(["--query-timeout", "0"], "--query-timeout 0: expected seconds", id="timeout"),
+    pytest.param(
+        ["--query-timeout", "10x"],
+        "--query-timeout: expected a duration such as 90s, 10m or 1h30m (units h, m, s, ms), or a number "
+        "of seconds; got '10x'",
+        id="timeout-not-a-duration",
+    ),
+    pytest.param(
+        ["--query-timeout", "0s"],
+        "--query-timeout: expected more than 0s and less than 24h; got '0s'",
+        id="timeout-nothing",
+    ),
+    pytest.param(
+        ["--stale-after", "24h"],
+        "--stale-after: expected more than 0s and less than 24h; got '24h'",
+        id="stale-after-a-day",
+    ),
+    pytest.param(
+        ["--stale-after=-5m"],
+        "--stale-after: expected a duration such as 90s, 10m or 1h30m (units h, m, s, ms), or a number "
+        "of seconds; got '-5m'",
+        id="stale-after-negative",
+    ),
+    pytest.param(
+        ["--stale-after", "99999999999h"],
+        "--stale-after: at most 2562047h47m16s, the longest Go duration; got '99999999999h'",
+        id="stale-after-beyond-any-duration",
+    ),
     pytest.param(
         ["--cluster-url", "prod"], "--cluster-url 'prod': expected CLUSTER=http(s)://...", id="cluster-url"
     ),
@@ -68,6 +95,31 @@ def test_a_bad_flag_is_one_line_naming_it_and_exit_2(
     assert main([*OK, *flags]) == 2
     [line] = capsys.readouterr().err.splitlines()
     assert line.startswith(f"stalewatch fleet: {said}")
+
+
+def test_both_bad_durations_are_named_in_one_run(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*OK, "--query-timeout", "soon", "--stale-after", "0"]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.split(":")[1].strip() for line in lines] == ["--query-timeout", "--stale-after"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "query_timeout", "stale_after"),
+    [
+        pytest.param([], 10.0, 120.0, id="defaults-10s-and-2m"),
+        pytest.param(["--query-timeout", "1m30s", "--stale-after", "1h"], 90.0, 3600.0, id="go-spelling"),
+        pytest.param(["--query-timeout", "250ms", "--stale-after", "1.5h"], 0.25, 5400.0, id="ms-fraction"),
+        pytest.param(["--query-timeout", "2.5", "--stale-after", "300"], 2.5, 300.0, id="plain-seconds"),
+        pytest.param(["--stale-after", "23h59m59s"], 10.0, 86399.0, id="just-under-a-day"),
+    ],
+)
+def test_the_durations_are_read_as_the_settings_spell_them(
+    flags: list[str], query_timeout: float, stale_after: float
+) -> None:
+    argv = [*OK, *flags]
+    checked, problems = check_arguments(build_parser(argv).parse_args(argv))
+    assert problems == []
+    assert (checked.query_timeout, checked.stale_after) == (query_timeout, stale_after)
 
 
 def test_a_port_in_use_is_one_line_and_exit_2() -> None:

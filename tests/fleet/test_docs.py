@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from tests.fleet.test_model import TOFU, critical_root, fleet, reporting, revision, s
+from watcher.cli import build_parser
 from watcher.fleet.queries import Answer
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
@@ -59,3 +60,28 @@ def test_the_fleet_document_shown_has_the_fields_the_fleet_writes() -> None:
 
     assert shape(shown) == shape(written)
     assert datetime.fromisoformat(shown["now"]).tzinfo == UTC
+
+
+FLAG_ROWS = re.findall(r"^\| `(--[a-z-]+) ([A-Z][A-Z=\[\]:]*)`[^|]*\| ([^|]*) \|", SECTIONS, re.MULTILINE)
+"""(flag, metavar, default cell) of each row of the fleet's flag table that shows one."""
+
+
+@pytest.mark.parametrize(("flag", "metavar", "default"), FLAG_ROWS, ids=[row[0] for row in FLAG_ROWS])
+def test_each_flag_in_the_table_has_the_metavar_and_default_the_help_has(
+    flag: str, metavar: str, default: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["fleet", "--prometheus", "http://127.0.0.1:9090"]
+    args = build_parser(argv).parse_args(argv)
+    with pytest.raises(SystemExit):
+        build_parser(argv).parse_args(["fleet", "--help"])
+    assert f"{flag} {metavar}" in capsys.readouterr().out
+    if default.startswith("`"):
+        assert getattr(args, flag[2:].replace("-", "_")) == default.strip("`")
+
+
+def test_the_table_lists_every_flag_of_the_help_but_the_log_level(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        build_parser(["fleet"]).parse_args(["fleet", "--help"])
+    helped = set(re.findall(r"^\s+(--[a-z-]+)", capsys.readouterr().out, re.MULTILINE))
+    table = SECTIONS.split("| flag | default | what |", 1)[1].split("\n\n", 1)[0]
+    assert set(re.findall(r"`(--[a-z-]+)", table)) == helped - {"--help", "--log-level"}

@@ -20,18 +20,21 @@ import signal
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import orjson
 from aiohttp import web
 
+from watcher.config import parse_duration
+from watcher.config_input import shown
 from watcher.fleet.model import Fleet, build
 from watcher.fleet.page import HEADERS, render_fleet
 from watcher.fleet.prom import Credentials, Prometheus
 from watcher.fleet.queries import Filters, matrix_query, queries
 from watcher.logs import fields, setup_logging
+from watcher.model.objects import format_duration
 from watcher.terminal import complain
 from watcher.web.server import hardened_app, healthz, parse_listen, start
 
@@ -41,6 +44,8 @@ EXIT_OK, EXIT_BAD_INPUT = 0, 2
 MAX_FILTER = 1000
 """Characters in one filter; longer is refused (400) rather than sent to the store."""
 REUSE_SECONDS = 1.0
+LONGEST_WAIT = timedelta(days=1)
+"""--query-timeout and --stale-after are shorter: a day is no wait anyone means."""
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 
 
@@ -125,7 +130,10 @@ def add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
         help="the query API's base URL (Prometheus, Thanos, Mimir, ...)",
     )
     parser.add_argument(
-        "--cluster-label", default="cluster", help="the label naming each cluster (default: cluster)"
+        "--cluster-label",
+        default="cluster",
+        metavar="NAME",
+        help="the label naming each cluster (default: cluster)",
     )
     parser.add_argument(
         "--listen", default=":8081", metavar="[HOST]:PORT", help="where to serve (default :8081)"
@@ -141,14 +149,16 @@ def add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
         "--ca-file", type=Path, metavar="FILE", help="PEM bundle to verify the store's TLS certificate"
     )
     parser.add_argument(
-        "--query-timeout", type=float, default=10.0, metavar="SECONDS", help="per query (default 10)"
+        "--query-timeout",
+        default="10s",
+        metavar="DURATION",
+        help="per query: a duration such as 10s, 1m or 1m30s, or plain seconds (default 10s)",
     )
     parser.add_argument(
         "--stale-after",
-        type=float,
-        default=120.0,
-        metavar="SECONDS",
-        help="a cluster whose last sample is older is unknown (default 120)",
+        default="2m",
+        metavar="DURATION",
+        help="a cluster whose last sample is older is unknown: a duration, as above (default 2m)",
     )
     parser.add_argument(
         "--cluster-url",
@@ -160,8 +170,33 @@ def add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
 
 
-def check_arguments(args: argparse.Namespace) -> tuple[Credentials, dict[str, str], list[str]]:
-    """The credentials, the cluster URLs and every problem with the flags, one line each."""
+@dataclass(frozen=True)
+class Checked:
+    """The flags that needed reading, read."""
+
+    credentials: Credentials
+    urls: dict[str, str]
+    query_timeout: float
+    """Seconds."""
+    stale_after: float
+    """Seconds."""
+
+
+def duration_flag(flag: str, text: str) -> tuple[float, str]:
+    """A duration flag's seconds, spelled as the settings spell durations (watcher.config), and
+    its problem ("" when none): more than nothing and less than LONGEST_WAIT."""
+    try:
+        value = parse_duration(text)
+    except ValueError as error:
+        return 0.0, f"{flag}: {error}"
+    if not timedelta(0) < value < LONGEST_WAIT:
+        longest = format_duration(LONGEST_WAIT)
+        return 0.0, f"{flag}: expected more than 0s and less than {longest}; got {shown(text)}"
+    return value.total_seconds(), ""
+
+
+def check_arguments(args: argparse.Namespace) -> tuple[Checked, list[str]]:
+    """The flags read, and every problem with them, one line each."""
     problems = []
     if not _http_url(args.prometheus):
         problems.append(f"--prometheus {args.prometheus!r}: expected an http:// or https:// URL")
@@ -177,9 +212,9 @@ def check_arguments(args: argparse.Namespace) -> tuple[Credentials, dict[str, st
         parse_listen(args.listen)
     except ValueError as error:
         problems.append(f"--listen: {error}")
-    for flag, value in (("--query-timeout", args.query_timeout), ("--stale-after", args.stale_after)):
-        if not 0 < value < 86400:
-            problems.append(f"{flag} {value:g}: expected seconds, more than 0 and less than a day")
+    query_timeout, timeout_problem = duration_flag("--query-timeout", args.query_timeout)
+    stale_after, stale_problem = duration_flag("--stale-after", args.stale_after)
+    problems += [problem for problem in (timeout_problem, stale_problem) if problem]
     urls = {}
     for pair in args.cluster_url:
         name, sep, url = pair.partition("=")
@@ -192,7 +227,7 @@ def check_arguments(args: argparse.Namespace) -> tuple[Credentials, dict[str, st
         basic_auth_password_file=args.basic_auth_password_file,
         ca_file=args.ca_file,
     )
-    return credentials, urls, problems + credentials.check()
+    return Checked(credentials, urls, query_timeout, stale_after), problems + credentials.check()
 
 
 def _http_url(text: str) -> bool:
@@ -202,22 +237,24 @@ def _http_url(text: str) -> bool:
 
 def fleet_command(args: argparse.Namespace) -> int:
     """0 after a clean shutdown; 2 for bad flags (each problem one line) or an address in use."""
-    credentials, urls, problems = check_arguments(args)
+    checked, problems = check_arguments(args)
     for problem in problems:
         complain(f"stalewatch fleet: {problem}")
     if problems:
         return EXIT_BAD_INPUT
     setup_logging(level=args.log_level)
-    return asyncio.run(_serve(args, credentials, urls))
+    return asyncio.run(_serve(args, checked))
 
 
-async def _serve(args: argparse.Namespace, credentials: Credentials, urls: dict[str, str]) -> int:
+async def _serve(args: argparse.Namespace, checked: Checked) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    async with Prometheus(args.prometheus, timeout=args.query_timeout, credentials=credentials) as prometheus:
-        source = FleetSource(prometheus, args.cluster_label, args.stale_after, urls)
+    async with Prometheus(
+        args.prometheus, timeout=checked.query_timeout, credentials=checked.credentials
+    ) as prometheus:
+        source = FleetSource(prometheus, args.cluster_label, checked.stale_after, checked.urls)
         try:
             runner = await start(create_fleet_app(source), args.listen)
         except OSError as error:
