@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from watcher.generations import Generations
 from watcher.kube.resources import Resource
 from watcher.logs import fields, get_logger
 from watcher.model.engine import HealthModel
@@ -127,6 +128,8 @@ class LiveModel:
         """`longest`: the most a change waits for its pass under churn (see Pacing)."""
         self.model = HealthModel(config)
         self.latest: Evaluation | None = None
+        self.published = Generations()
+        """Bumped with each new `latest` (the live stream waits on it)."""
         self._telemetry = telemetry
         self._tick, self._clock = tick, clock
         self._pacing = Pacing(debounce=debounce, longest=max(debounce, longest))
@@ -189,6 +192,7 @@ class LiveModel:
             self._count_rejected(evaluation.rejected)
         evaluation = self._with_unreadable(evaluation)
         self.latest = evaluation
+        self.published.bump()
         if not self.collections.frozen and self._telemetry.synced:
             self.collections.freeze()
         return evaluation
