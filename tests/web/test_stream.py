@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from html import escape
@@ -25,12 +25,16 @@ from watcher.model.types import Evaluation, ObjectHealth, Status
 from watcher.telemetry import Telemetry
 from watcher.web.parts import Part
 from watcher.web.server import hardened_app, watch_status
-from watcher.web.stream import State, StreamHub, View, install
+from watcher.web.stream import State, StreamHub, install
 
 
-def rows(state: State, view: View) -> list[Part]:
+def namespace_of(query: Mapping[str, str]) -> str | None:
+    """The view: a namespace, or None for all (every other parameter is ignored)."""
+    return query.get("namespace") or None
+
+
+def rows(state: State, namespace: str | None) -> list[Part]:
     """One row per object, in the view's namespace if it names one."""
-    namespace = dict(view).get("namespace")
     objects = state.evaluation.objects if state.evaluation is not None else []
     made = []
     for o in objects:
@@ -45,11 +49,11 @@ def rows(state: State, view: View) -> list[Part]:
 @dataclasses.dataclass
 class Streaming:
     url: str
-    hub: StreamHub
+    hub: StreamHub[str | None]
     board: Board
     telemetry: Telemetry
     http: aiohttp.ClientSession
-    renders: list[View]
+    renders: list[str | None]
     broken: list[bool]
 
     @asynccontextmanager
@@ -73,20 +77,20 @@ class Streaming:
 async def streaming(telemetry: Telemetry | None = None, **hub: Any) -> AsyncIterator[Streaming]:
     board, telemetry = Board(), telemetry or live_telemetry()
     board.publish(incident())
-    renders: list[View] = []
+    renders: list[str | None] = []
     broken = [False]
 
     def state() -> State:
         return State(board.latest, watch_status(telemetry), objects=5, load_errors=0)
 
-    def counted(state: State, view: View) -> list[Part]:
+    def counted(state: State, view: str | None) -> list[Part]:
         renders.append(view)
         if broken[0]:
             raise RuntimeError("a bug in the renderer")
         return rows(state, view)
 
     hub.setdefault("clock", lambda: NOW + timedelta(seconds=2))
-    made = StreamHub(state=state, parts=counted, published=board.published, **hub)
+    made = StreamHub(state=state, view=namespace_of, parts=counted, published=board.published, **hub)
     app = hardened_app()
     install(app, made)
     async with TestServer(app) as server, aiohttp.ClientSession() as http:
@@ -211,7 +215,7 @@ async def test_a_filtered_view_stays_filtered_and_is_rendered_once_for_all_its_c
             assert (data["changed"], data["added"], data["removed"]) == ([], [], [])
         changed = (await next_named(everything, "evaluation")).data["changed"]
         assert row_ids(changed) == ["obj-Terraform-flux-system-vpc"]
-        assert sorted(s.renders) == [(), (("namespace", "web"),)], "one render per view, not per client"
+        assert sorted(s.renders, key=str) == [None, "web"], "one render per view, not per client"
 
 
 async def test_hostile_text_arrives_escaped_inside_one_json_data_line() -> None:

@@ -23,7 +23,7 @@ from tests.web.conftest import Watched
 from tests.web.incident import HOSTILE, incident
 from tests.web.sse import Board
 from tests.web.test_browser import assert_nothing_executed, live_telemetry, texts
-from tests.web.test_stream import failing, rows, without
+from tests.web.test_stream import failing, namespace_of, rows, without
 from watcher.telemetry import Telemetry
 from watcher.web.freshness import CSS, NOSCRIPT_REFRESH, indicator, script_tag, with_script
 from watcher.web.page import security_headers
@@ -57,7 +57,7 @@ async def serving() -> AsyncIterator[Served]:
 
     async def page(request: web.Request) -> web.Response:
         now = state()
-        body = "".join(p.html for p in rows(now, tuple(sorted(request.query.items()))))
+        body = "".join(p.html for p in rows(now, namespace_of(request.query)))
         html = (
             '<!doctype html><html lang="en"><head><meta charset="utf-8">'
             f"{NOSCRIPT_REFRESH.format(seconds=10)}"
@@ -68,7 +68,7 @@ async def serving() -> AsyncIterator[Served]:
         headers = with_script(security_headers(CSS))
         return web.Response(text=html, content_type="text/html", headers=headers)
 
-    hub = StreamHub(state=state, parts=rows, published=board.published, heartbeat=0.5)
+    hub = StreamHub(state=state, view=namespace_of, parts=rows, published=board.published, heartbeat=0.5)
     app = hardened_app()
     app.router.add_get("/", page)
     install(app, hub)

@@ -6,6 +6,7 @@
 (function () {
   const LOST_AFTER_MS = 20000; // no event at all for this long (heartbeats come every 15 s)
   const REOPEN_AFTER_MS = 5000; // the stream refused (503) or ended for good: try again
+  const RELOAD_AFTER_MS = 1000; // at most one reload a second, should a full state never fit
   const SAYS = {
     live: "",
     pending: " \u00b7 not yet synced",
@@ -123,7 +124,13 @@
     source.addEventListener("evaluation", (event) => {
       const data = JSON.parse(event.data);
       heed(data);
-      if (!apply(data)) reopen(0); // out of step with the page: start again from a full state
+      if (!apply(data)) {
+        // out of step with the page: start again from a full state; if even that does not fit
+        // (the skeleton changed: the first evaluation arrived), load the page again
+        source.close();
+        if (data.full) window.setTimeout(() => window.location.reload(), RELOAD_AFTER_MS);
+        else window.setTimeout(open, 0);
+      }
       show();
     });
     source.addEventListener("heartbeat", (event) => {

@@ -28,9 +28,9 @@ import asyncio
 import dataclasses
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Hashable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import orjson
 from aiohttp import web
@@ -44,8 +44,8 @@ from watcher.web.parts import Part
 
 log = get_logger("web")
 
-View = tuple[tuple[str, str], ...]
-"""A view is its query string, as sorted (name, value) pairs."""
+V = TypeVar("V", bound=Hashable)
+"""A view: what a query string asks to see (the page's parsed query), the key renders are shared by."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -58,20 +58,20 @@ class State:
     load_errors: int
 
 
-PartsOf = Callable[[State, View], list[Part]]
+PartsOf = Callable[[State, V], list[Part]]
 """Renders a view's parts; called in a worker thread."""
 
 
 @dataclasses.dataclass(eq=False)
-class Client:
-    view: View
+class Client(Generic[V]):
+    view: V
     queue: asyncio.Queue[bytes | None]
     abort: Callable[[], None] = lambda: None
     dropped: bool = False
 
 
 @dataclasses.dataclass(eq=False)
-class _Cached:
+class _Cached(Generic[V]):
     """A view's parts at `generation` (rendered from `state`), its last delta event, and who
     watches it."""
 
@@ -80,19 +80,20 @@ class _Cached:
     state: State
     last_event: bytes = b""
     previous: int = -1
-    clients: set[Client] = dataclasses.field(default_factory=set)
+    clients: set[Client[V]] = dataclasses.field(default_factory=set)
 
 
 class Busy(Exception):
     """Too many clients or views: the caller answers 503."""
 
 
-class StreamHub:
+class StreamHub(Generic[V]):
     def __init__(
         self,
         *,
         state: Callable[[], State],
-        parts: PartsOf,
+        view: Callable[[Mapping[str, str]], V],
+        parts: PartsOf[V],
         published: Generations,
         heartbeat: float = 15.0,
         poll: float = 1.0,
@@ -102,23 +103,25 @@ class StreamHub:
         retry_ms: int = 3000,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
-        """`poll`: how often the watch status is compared with the last one sent (a change is
-        sent at once, not at the next heartbeat)."""
+        """`view` parses a request's query into its view (the render key); `poll`: how often the
+        watch status is compared with the last one sent (a change goes out at once, not with the
+        next heartbeat)."""
         self._state, self._parts, self._published = state, parts, published
+        self.view_of = view
         self.heartbeat, self._poll, self._clock = heartbeat, poll, clock
         self.max_clients, self.max_views, self.backlog = max_clients, max_views, backlog
         self._retry = f"retry: {retry_ms}\n\n".encode()
         self._epoch = secrets.token_hex(4)
-        self.clients: set[Client] = set()
-        self.views: dict[View, _Cached] = {}
+        self.clients: set[Client[V]] = set()
+        self.views: dict[V, _Cached[V]] = {}
         self._sent_status: Mapping[str, Any] | None = None
         self._poke = asyncio.Event()
 
     # -- clients ---------------------------------------------------------------------------
 
     async def connect(
-        self, view: View, *, last_event_id: str | None = None, abort: Callable[[], None] = lambda: None
-    ) -> Client:
+        self, view: V, *, last_event_id: str | None = None, abort: Callable[[], None] = lambda: None
+    ) -> Client[V]:
         """A client of `view` with its first events queued (`retry:`, then the full state or
         what `last_event_id` lacks). Raises Busy past the bounds."""
         if len(self.clients) >= self.max_clients:
@@ -143,7 +146,7 @@ class StreamHub:
         self.clients.add(client)
         return client
 
-    def _catch_up(self, cached: _Cached, last_event_id: str | None) -> bytes:
+    def _catch_up(self, cached: _Cached[V], last_event_id: str | None) -> bytes:
         if last_event_id == self._event_id(cached.generation):
             return b""
         if cached.last_event and last_event_id == self._event_id(cached.previous):
@@ -151,7 +154,7 @@ class StreamHub:
         now = dataclasses.replace(cached.state, status=self._state().status)
         return self._evaluation_event(cached.generation, now, full(cached.parts), whole=True)
 
-    def disconnect(self, client: Client) -> None:
+    def disconnect(self, client: Client[V]) -> None:
         self.clients.discard(client)
         cached = self.views.get(client.view)
         if cached is not None:
@@ -159,7 +162,7 @@ class StreamHub:
             if not cached.clients:
                 del self.views[client.view]
 
-    def _send(self, client: Client, event: bytes) -> None:
+    def _send(self, client: Client[V], event: bytes) -> None:
         if client.dropped:
             return
         try:
@@ -167,14 +170,14 @@ class StreamHub:
         except asyncio.QueueFull:
             self._drop(client)
 
-    def _drop(self, client: Client) -> None:
+    def _drop(self, client: Client[V]) -> None:
         """It stopped reading: forget its backlog, abort its connection (a blocked write ends)."""
         log.info("dropped a stream client that fell behind", extra=fields(backlog=self.backlog))
         client.dropped = True
         self._end(client)
         client.abort()
 
-    def _end(self, client: Client) -> None:
+    def _end(self, client: Client[V]) -> None:
         """Its stream ends after what it was sent so far."""
         self.disconnect(client)
         while not client.queue.empty():
@@ -192,6 +195,7 @@ class StreamHub:
         """Forever: render the views behind the latest evaluation, send their deltas; send a
         heartbeat when one is due or the watch status changed."""
         seen, beat = self._published.count, time.monotonic() + self.heartbeat
+        self._sent_status = self._state().status  # what every client's first event will say
         while True:
             await self._wake(seen, within=max(0.0, min(self._poll, beat - time.monotonic())))
             seen, state = self._published.count, self._state()
@@ -212,7 +216,7 @@ class StreamHub:
                 waiting.cancel()
             self._poke.clear()
 
-    async def _render(self, generation: int, state: State, behind: Sequence[tuple[View, _Cached]]) -> None:
+    async def _render(self, generation: int, state: State, behind: Sequence[tuple[V, _Cached[V]]]) -> None:
         views = [view for view, _ in behind]
         try:
             rendered = await asyncio.to_thread(lambda: [self._parts(state, view) for view in views])
@@ -261,7 +265,7 @@ class StreamHub:
         return b"event: heartbeat\ndata: %s\n\n" % orjson.dumps(self._about(generation, state))
 
 
-HUB: web.AppKey[StreamHub] = web.AppKey("stream_hub", StreamHub)
+HUB: web.AppKey[StreamHub[Any]] = web.AppKey("stream_hub", StreamHub)
 
 STREAM_HEADERS = {
     "Content-Type": "text/event-stream; charset=utf-8",
@@ -271,7 +275,7 @@ STREAM_HEADERS = {
 """`X-Accel-Buffering: no`: a proxy in front (nginx) must pass events on as they come."""
 
 
-def install(app: web.Application, hub: StreamHub) -> None:
+def install(app: web.Application, hub: StreamHub[Any]) -> None:
     """The route, the hub's loop for the app's lifetime, and every stream ended on shutdown
     (else each open page would hold the shutdown for its whole timeout)."""
     app[HUB] = hub
@@ -290,16 +294,12 @@ def install(app: web.Application, hub: StreamHub) -> None:
     app.on_shutdown.append(shutdown)
 
 
-def view_of(request: web.Request) -> View:
-    return tuple(sorted(request.query.items()))
-
-
 async def stream(request: web.Request) -> web.StreamResponse:
     hub = request.app[HUB]
     transport = request.transport
     try:
         client = await hub.connect(
-            view_of(request),
+            hub.view_of(request.query),
             last_event_id=request.headers.get("Last-Event-ID"),
             abort=transport.abort if transport is not None else lambda: None,
         )
