@@ -106,7 +106,10 @@ class Runtime:
         registry = build_registry(lambda: self.live.latest)
         registry.register(WatcherCollector(self.telemetry))
         self.app = server.create_app(
-            telemetry=self.telemetry, source=lambda: self.live.latest, registry=registry
+            telemetry=self.telemetry,
+            source=lambda: self.live.latest,
+            registry=registry,
+            published=self.live.published,
         )
         self._runner: web.AppRunner | None = None
         self._evaluator: asyncio.Task[None] | None = None

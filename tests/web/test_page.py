@@ -22,6 +22,7 @@ from tests.web.incident import (
     subject,
 )
 from watcher.model.types import Evaluation, FindingType, Severity
+from watcher.web.freshness import SCRIPT_HASH
 from watcher.web.page import MAX_AFFECTED, MAX_ROWS, SECURITY_HEADERS, PageState, render_page
 from watcher.web.query import Query
 
@@ -249,10 +250,11 @@ def test_load_errors_are_pointed_at() -> None:
     assert "2 objects skipped as malformed (see the log): not evaluated." in texts
 
 
-def test_the_policy_forbids_every_script_and_allows_only_the_pages_own_style() -> None:
+def test_the_policy_allows_only_the_pages_own_style_and_script_and_its_stream() -> None:
     policy = dict(d.strip().split(" ", 1) for d in SECURITY_HEADERS["Content-Security-Policy"].split(";"))
     assert policy["default-src"] == "'none'"
-    assert "script-src" not in policy
+    assert policy["script-src"] == f"'{SCRIPT_HASH}'"
+    assert policy["connect-src"] == "'self'"
     assert policy["style-src"].startswith("'sha256-")
     assert (SECURITY_HEADERS["X-Content-Type-Options"], SECURITY_HEADERS["Referrer-Policy"]) == (
         "nosniff",
@@ -260,8 +262,9 @@ def test_the_policy_forbids_every_script_and_allows_only_the_pages_own_style() -
     )
 
 
-def test_the_page_refreshes_itself_and_links_the_machine_readable_views() -> None:
+def test_the_page_refreshes_itself_without_javascript_and_links_the_machine_readable_views() -> None:
     doc = page(healthy())
-    refresh = [m.attrs for m in doc.all("meta") if m.attrs.get("http-equiv") == "refresh"]
+    refresh = [m.attrs for m in doc.one("noscript").all("meta") if m.attrs.get("http-equiv") == "refresh"]
     assert refresh == [{"http-equiv": "refresh", "content": "10"}]
+    assert len([m for m in doc.all("meta") if m.attrs.get("http-equiv") == "refresh"]) == 1
     assert [a.attrs["href"] for a in doc.one("nav").all("a")] == ["/api/v1/findings", "/metrics"]

@@ -16,16 +16,19 @@ from typing import Any
 import aiohttp
 import orjson
 from aiohttp.test_utils import TestServer
+from prometheus_client.registry import CollectorRegistry
 
 from tests.kube.support import poll
+from tests.web.dom import parse
 from tests.web.incident import HOSTILE, NOW, incident
 from tests.web.sse import Board, next_event, next_named
 from tests.web.test_browser import live_telemetry
 from watcher.model.types import Evaluation, ObjectHealth, Status
 from watcher.telemetry import Telemetry
+from watcher.web.page import PageState as State
 from watcher.web.parts import Part
-from watcher.web.server import hardened_app, watch_status
-from watcher.web.stream import State, StreamHub, install
+from watcher.web.server import create_app, hardened_app, watch_status
+from watcher.web.stream import StreamHub, install
 
 
 def namespace_of(query: Mapping[str, str]) -> str | None:
@@ -305,3 +308,34 @@ async def test_a_renderer_that_fails_ends_the_streams_instead_of_serving_old_row
         while (event := await next_event(response)) is not None:
             assert event.name == "heartbeat"
         assert s.hub.clients == set()
+
+
+async def test_the_app_streams_the_pages_own_parts_for_the_pages_own_query() -> None:
+    """create_app's stream: the parts `/?namespace=web` renders, then the delta of an evaluation
+    whose reason is hostile, escaped as the page escapes it."""
+    board, telemetry = Board(), live_telemetry()
+    board.publish(incident())
+    app = create_app(
+        telemetry=telemetry,
+        source=lambda: board.latest,
+        registry=CollectorRegistry(),
+        published=board.published,
+    )
+    async with TestServer(app) as server, aiohttp.ClientSession() as http:
+        async with http.get(server.make_url("/?namespace=web")) as page:
+            shown = parse(await page.text())
+        async with http.get(server.make_url("/api/v1/stream?namespace=web")) as response:
+            first = (await next_named(response, "evaluation")).data
+            for added in first["added"]:
+                assert shown.by_id(added["container"]).by_id(added["id"]), added["id"]
+            objects = parse(next(a["html"] for a in first["added"] if a["container"] == "objects"))
+            assert [td.text for td in objects.all("td")[2::8]] == ["frontend", "fleet"]
+            latest = board.latest
+            assert latest is not None
+            board.publish(
+                dataclasses.replace(latest, objects=failing("fleet", reason=HOSTILE)(latest.objects))
+            )
+            data = (await next_named(response, "evaluation")).data
+            (table,) = [p for p in data["changed"] if p["container"] == "objects"]
+            assert escape(HOSTILE) in table["html"]
+            assert [td.text for td in parse(table["html"]).all("td")[4::8]] == [HOSTILE, "Ready"], "bad first"

@@ -26,9 +26,10 @@ from tests.web.test_browser import assert_nothing_executed, live_telemetry, text
 from tests.web.test_stream import failing, namespace_of, rows, without
 from watcher.telemetry import Telemetry
 from watcher.web.freshness import CSS, NOSCRIPT_REFRESH, indicator, script_tag, with_script
+from watcher.web.page import PageState as State
 from watcher.web.page import security_headers
 from watcher.web.server import hardened_app, watch_status
-from watcher.web.stream import State, StreamHub, install
+from watcher.web.stream import StreamHub, install
 
 RED, GREEN = "rgb(197, 34, 31)", "rgb(230, 244, 234)"
 

@@ -8,8 +8,8 @@ sends those that changed, so the page after a delta is the page after a reload b
 Server-rendered and self-contained: no external assets (the cluster may be offline), a meta
 refresh for browsers without scripts. Every value is escaped, because condition and event
 messages are written by whoever can write to the cluster; the Content-Security-Policy (only this
-page's own stylesheet, by hash) is the second wall. Row counts are bounded so a large cluster
-cannot turn the page into megabytes.
+page's own stylesheet and its one script, live.js, each by hash) is the second wall. Row counts
+are bounded so a large cluster cannot turn the page into megabytes.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 
 from watcher.export.report import plural
 from watcher.model.types import Evaluation
-from watcher.web import cards, tables
+from watcher.web import cards, freshness, tables
 from watcher.web.cards import MAX_AFFECTED as MAX_AFFECTED
 from watcher.web.cards import MAX_ROOTS as MAX_ROOTS
 from watcher.web.cards import MAX_ROWS as MAX_ROWS
@@ -76,8 +76,9 @@ def security_headers(css: str, *, forms: bool = False) -> Mapping[str, str]:
     }
 
 
-SECURITY_HEADERS = security_headers(CSS)
-"""Sent with the page."""
+PAGE_CSS = CSS + freshness.CSS
+SECURITY_HEADERS = freshness.with_script(security_headers(PAGE_CSS))
+"""Sent with the page: its stylesheet and live.js, each by its hash, and the stream."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,11 +175,12 @@ def _shown(state: PageState) -> list[Section]:
 
 def render_page(state: PageState, query: Query, *, now: datetime) -> bytes:
     """The whole page as UTF-8: the skeleton with `page_parts` in their containers."""
-    return render_parts(state, page_parts(state, query, now=now))
+    return render_parts(state, page_parts(state, query, now=now), now=now)
 
 
-def render_parts(state: PageState, parts: Iterable[Part]) -> bytes:
-    """The skeleton with `parts` placed in their containers, in order."""
+def render_parts(state: PageState, parts: Iterable[Part], *, now: datetime) -> bytes:
+    """The skeleton with `parts` placed in their containers, in order; the freshness indicator
+    (outside every container: live.js keeps it) and the script that keeps the parts live."""
     by_container: dict[str, list[str]] = {}
     for part in parts:
         by_container.setdefault(part.container, []).append(part.html)
@@ -186,11 +188,11 @@ def render_parts(state: PageState, parts: Iterable[Part]) -> bytes:
     title = f"stalewatch: {plural(roots, 'root cause')}" if roots else "stalewatch"
     head = (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
-        f'<meta http-equiv="refresh" content="{REFRESH_SECONDS}">'
+        f"{freshness.NOSCRIPT_REFRESH.format(seconds=REFRESH_SECONDS)}"
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{escape(title)}</title><style>{CSS}</style></head><body>"
+        f"<title>{escape(title)}</title><style>{PAGE_CSS}</style></head><body>"
     )
-    body = [head]
+    body = [head, freshness.indicator(state.evaluation, state.status, now=now)]
     for section in _shown(state):
         body += [section.opening, *by_container.get(section.container, ()), section.closing]
-    return "\n".join([*body, "</body></html>\n"]).encode()
+    return "\n".join([*body, freshness.script_tag(), "</body></html>\n"]).encode()

@@ -13,6 +13,7 @@
   /metrics          the model's and the watcher's metrics from one registry.
   /                 the single-pane HTML view of all that (watcher.web.page); `?namespace=NS`
                     filters its object and revision tables.
+  /api/v1/stream    the page's parts, live, as server-sent events (watcher.web.stream).
 
 It only renders: the evaluation and the telemetry come in, nothing here talks to the cluster.
 Rendering runs in a worker thread so a large scrape does not stall the watches.
@@ -40,9 +41,11 @@ from prometheus_client.registry import CollectorRegistry
 
 from watcher.export.metrics import render
 from watcher.export.report import summary
+from watcher.generations import Generations
 from watcher.model.types import Evaluation
 from watcher.telemetry import Telemetry
-from watcher.web.page import SECURITY_HEADERS, PageState, render_page
+from watcher.web import stream
+from watcher.web.page import SECURITY_HEADERS, PageState, page_parts, render_page
 from watcher.web.query import parse_query
 
 EvaluationSource = Callable[[], Evaluation | None]
@@ -131,12 +134,27 @@ def hardened_app() -> web.Application:
 
 
 def create_app(
-    *, telemetry: Telemetry, source: EvaluationSource, registry: CollectorRegistry
+    *,
+    telemetry: Telemetry,
+    source: EvaluationSource,
+    registry: CollectorRegistry,
+    published: Generations | None = None,
 ) -> web.Application:
-    """`source` returns the evaluation to serve (None before the first one)."""
+    """`source` returns the evaluation to serve (None before the first one); `published` is
+    bumped with each new one (the live model's), which the stream waits on; without it the
+    stream serves the one evaluation there is, and heartbeats."""
     app = hardened_app()
     app[TELEMETRY], app[SOURCE], app[REGISTRY] = telemetry, source, registry
     app[DOCUMENTS] = DocumentCache()
+    stream.install(
+        app,
+        stream.StreamHub(
+            state=lambda: page_state(app),
+            view=parse_query,
+            parts=lambda state, query: page_parts(state, query, now=datetime.now(UTC)),
+            published=published or Generations(),
+        ),
+    )
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/api/v1/findings", findings)

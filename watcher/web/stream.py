@@ -37,9 +37,10 @@ from aiohttp import web
 
 from watcher.generations import Generations
 from watcher.logs import fields, get_logger
-from watcher.model.types import Evaluation, rfc3339
+from watcher.model.types import rfc3339
 from watcher.web.delta import Delta, delta, full
 from watcher.web.freshness import age_of, state_of
+from watcher.web.page import PageState
 from watcher.web.parts import Part
 
 log = get_logger("web")
@@ -48,17 +49,7 @@ V = TypeVar("V", bound=Hashable)
 """A view: what a query string asks to see (the page's parsed query), the key renders are shared by."""
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class State:
-    """What the parts are rendered from, taken on the event loop in one go."""
-
-    evaluation: Evaluation | None
-    status: Mapping[str, Any]
-    objects: int
-    load_errors: int
-
-
-PartsOf = Callable[[State, V], list[Part]]
+PartsOf = Callable[[PageState, V], list[Part]]
 """Renders a view's parts; called in a worker thread."""
 
 
@@ -77,7 +68,7 @@ class _Cached(Generic[V]):
 
     parts: list[Part]
     generation: int
-    state: State
+    state: PageState
     last_event: bytes = b""
     previous: int = -1
     clients: set[Client[V]] = dataclasses.field(default_factory=set)
@@ -91,7 +82,7 @@ class StreamHub(Generic[V]):
     def __init__(
         self,
         *,
-        state: Callable[[], State],
+        state: Callable[[], PageState],
         view: Callable[[Mapping[str, str]], V],
         parts: PartsOf[V],
         published: Generations,
@@ -216,7 +207,9 @@ class StreamHub(Generic[V]):
                 waiting.cancel()
             self._poke.clear()
 
-    async def _render(self, generation: int, state: State, behind: Sequence[tuple[V, _Cached[V]]]) -> None:
+    async def _render(
+        self, generation: int, state: PageState, behind: Sequence[tuple[V, _Cached[V]]]
+    ) -> None:
         views = [view for view, _ in behind]
         try:
             rendered = await asyncio.to_thread(lambda: [self._parts(state, view) for view in views])
@@ -244,7 +237,7 @@ class StreamHub(Generic[V]):
     def _event_id(self, generation: int) -> str:
         return f"{self._epoch}-{generation}"
 
-    def _about(self, generation: int, state: State) -> dict[str, Any]:
+    def _about(self, generation: int, state: PageState) -> dict[str, Any]:
         evaluation = state.evaluation
         return {
             "generation": generation,
@@ -254,14 +247,14 @@ class StreamHub(Generic[V]):
             "state": state_of(evaluation, state.status),
         }
 
-    def _evaluation_event(self, generation: int, state: State, change: Delta, *, whole: bool) -> bytes:
+    def _evaluation_event(self, generation: int, state: PageState, change: Delta, *, whole: bool) -> bytes:
         data = {**self._about(generation, state), "full": whole, **change.to_dict()}
         return b"id: %s\nevent: evaluation\ndata: %s\n\n" % (
             self._event_id(generation).encode(),
             orjson.dumps(data),
         )
 
-    def _heartbeat_event(self, generation: int, state: State) -> bytes:
+    def _heartbeat_event(self, generation: int, state: PageState) -> bytes:
         return b"event: heartbeat\ndata: %s\n\n" % orjson.dumps(self._about(generation, state))
 
 
