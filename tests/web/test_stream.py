@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import re
 import socket
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -148,7 +149,7 @@ async def test_a_new_client_gets_the_whole_view_once_with_its_freshness() -> Non
         assert {a["container"] for a in data["added"]} == {"objects"}
         assert (data["time"], data["age"], data["state"]) == ("2026-11-30T12:00:00Z", 2.0, "live")
         assert data["status"]["up"] is True
-        assert str(first.id).endswith("-1")
+        assert re.fullmatch(r"[0-9a-f]{8}-\d+", str(first.id))
 
 
 async def test_after_an_evaluation_only_the_changed_row_is_sent() -> None:
@@ -339,3 +340,28 @@ async def test_the_app_streams_the_pages_own_parts_for_the_pages_own_query() -> 
             (table,) = [p for p in data["changed"] if p["container"] == "objects"]
             assert escape(HOSTILE) in table["html"]
             assert [td.text for td in parse(table["html"]).all("td")[4::8]] == [HOSTILE, "Ready"], "bad first"
+
+
+async def test_the_trust_banner_follows_the_watch_status_without_a_new_evaluation() -> None:
+    """While the API server is unreachable the live model publishes nothing new (it serves the
+    last evaluation, frozen): the banner part must still say so."""
+    board, telemetry = Board(), live_telemetry()
+    board.publish(incident())
+    app = create_app(
+        telemetry=telemetry,
+        source=lambda: board.latest,
+        registry=CollectorRegistry(),
+        published=board.published,
+    )
+    async with (
+        TestServer(app) as server,
+        aiohttp.ClientSession() as http,
+        http.get(server.make_url("/api/v1/stream")) as response,
+    ):
+        first = (await next_named(response, "evaluation")).data
+        assert "Live: every watch is synced" in first["added"][0]["html"]
+        telemetry.up = False
+        data = (await next_named(response, "evaluation", within=10)).data
+        assert (data["generation"], data["state"]) == (first["generation"], "stale")
+        (banner,) = [p for p in data["changed"] if p["container"] == "header"]
+        assert "STALE: the Kubernetes API server is unreachable" in banner["html"]

@@ -1,18 +1,18 @@
 """`GET /api/v1/stream`: the page's parts, live, as server-sent events.
 
 The page at `/` opens this stream with its own query string (a filtered view stays filtered).
-On connect the client gets every part of its view once; after each new evaluation, only the
-parts whose HTML changed, were added or were removed (watcher.web.delta); every `heartbeat`
-seconds, and at once when the watch status changes, a heartbeat with the watch status and the
-age of the data. Events:
+On connect the client gets every part of its view once; after each new evaluation (and when the
+watch status changes: the trust banner is a part), only the parts whose HTML changed, were
+added or were removed (watcher.web.delta); every `heartbeat` seconds, and at once when the
+watch status changes, a heartbeat with the watch status and the age of the data. Events:
 
-  event: evaluation   id: EPOCH-GENERATION   data: {"generation", "time", "age", "status",
+  event: evaluation   id: EPOCH-NUMBER       data: {"generation", "time", "age", "status",
                       "state", "full", "changed", "added", "removed"}
   event: heartbeat                           data: {"generation", "time", "age", "status", "state"}
 
 `state` is "live" only when the watch status has nothing against the data (freshness.py).
-A reconnecting EventSource sends `Last-Event-ID`: a client one evaluation behind gets the last
-delta again, one up to date nothing; any other (unknown, older, another process's epoch) the
+A reconnecting EventSource sends `Last-Event-ID`: a client one event behind gets the last delta
+again, one up to date nothing; any other (unknown, older, another process's epoch) the
 full state.
 
 Cost is per evaluation per distinct view, not per client: the hub renders each view that has
@@ -63,12 +63,14 @@ class Client(Generic[V]):
 
 @dataclasses.dataclass(eq=False)
 class _Cached(Generic[V]):
-    """A view's parts at `generation` (rendered from `state`), its last delta event, and who
+    """A view's parts at `generation` (rendered from `state`), the number of the event that
+    brought a client to them (`sent`; `previous` before `last_event`, that event), and who
     watches it."""
 
     parts: list[Part]
     generation: int
     state: PageState
+    sent: int
     last_event: bytes = b""
     previous: int = -1
     clients: set[Client[V]] = dataclasses.field(default_factory=set)
@@ -106,6 +108,8 @@ class StreamHub(Generic[V]):
         self.clients: set[Client[V]] = set()
         self.views: dict[V, _Cached[V]] = {}
         self._sent_status: Mapping[str, Any] | None = None
+        self._round = 0
+        """Numbers the render passes: an event's id is `EPOCH-ROUND` of the pass that made it."""
         self._poke = asyncio.Event()
 
     # -- clients ---------------------------------------------------------------------------
@@ -125,7 +129,7 @@ class StreamHub(Generic[V]):
             parts = await asyncio.to_thread(self._parts, state, view)
             cached = self.views.get(view)  # another client may have made it meanwhile
             if cached is None:
-                cached = self.views[view] = _Cached(parts, generation, state)
+                cached = self.views[view] = _Cached(parts, generation, state, self._round)
                 if generation != self._published.count:
                     self._poke.set()
         client = Client(view, asyncio.Queue(self.backlog), abort)
@@ -138,12 +142,12 @@ class StreamHub(Generic[V]):
         return client
 
     def _catch_up(self, cached: _Cached[V], last_event_id: str | None) -> bytes:
-        if last_event_id == self._event_id(cached.generation):
+        if last_event_id == self._event_id(cached.sent):
             return b""
         if cached.last_event and last_event_id == self._event_id(cached.previous):
             return cached.last_event
         now = dataclasses.replace(cached.state, status=self._state().status)
-        return self._evaluation_event(cached.generation, now, full(cached.parts), whole=True)
+        return self._evaluation_event(cached.sent, cached.generation, now, full(cached.parts), whole=True)
 
     def disconnect(self, client: Client[V]) -> None:
         self.clients.discard(client)
@@ -183,14 +187,19 @@ class StreamHub(Generic[V]):
     # -- the loop --------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Forever: render the views behind the latest evaluation, send their deltas; send a
-        heartbeat when one is due or the watch status changed."""
+        """Forever: render the views behind the latest evaluation or the watch status (the trust
+        banner says it), send their deltas; send a heartbeat when one is due or the watch
+        status changed."""
         seen, beat = self._published.count, time.monotonic() + self.heartbeat
         self._sent_status = self._state().status  # what every client's first event will say
         while True:
             await self._wake(seen, within=max(0.0, min(self._poll, beat - time.monotonic())))
             seen, state = self._published.count, self._state()
-            behind = [(view, cached) for view, cached in self.views.items() if cached.generation != seen]
+            behind = [
+                (view, cached)
+                for view, cached in self.views.items()
+                if cached.generation != seen or cached.state.status != state.status
+            ]
             if behind:
                 await self._render(seen, state, behind)
             if state.status != self._sent_status or time.monotonic() >= beat:
@@ -219,11 +228,13 @@ class StreamHub(Generic[V]):
                 for client in list(cached.clients):
                     self._end(client)
             return
+        self._round += 1
         for (view, cached), parts in zip(behind, rendered, strict=True):
             if self.views.get(view) is not cached:
                 continue  # its last client left meanwhile
-            event = self._evaluation_event(generation, state, delta(cached.parts, parts), whole=False)
-            cached.previous, cached.generation = cached.generation, generation
+            change = delta(cached.parts, parts)
+            event = self._evaluation_event(self._round, generation, state, change, whole=False)
+            cached.previous, cached.sent, cached.generation = cached.sent, self._round, generation
             cached.parts, cached.state, cached.last_event = parts, state, event
             for client in list(cached.clients):
                 self._send(client, event)
@@ -234,8 +245,8 @@ class StreamHub(Generic[V]):
 
     # -- events ----------------------------------------------------------------------------
 
-    def _event_id(self, generation: int) -> str:
-        return f"{self._epoch}-{generation}"
+    def _event_id(self, number: int) -> str:
+        return f"{self._epoch}-{number}"
 
     def _about(self, generation: int, state: PageState) -> dict[str, Any]:
         evaluation = state.evaluation
@@ -247,10 +258,12 @@ class StreamHub(Generic[V]):
             "state": state_of(evaluation, state.status),
         }
 
-    def _evaluation_event(self, generation: int, state: PageState, change: Delta, *, whole: bool) -> bytes:
+    def _evaluation_event(
+        self, number: int, generation: int, state: PageState, change: Delta, *, whole: bool
+    ) -> bytes:
         data = {**self._about(generation, state), "full": whole, **change.to_dict()}
         return b"id: %s\nevent: evaluation\ndata: %s\n\n" % (
-            self._event_id(generation).encode(),
+            self._event_id(number).encode(),
             orjson.dumps(data),
         )
 
