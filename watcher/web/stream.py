@@ -194,17 +194,26 @@ class StreamHub(Generic[V]):
         self._sent_status = self._state().status  # what every client's first event will say
         while True:
             await self._wake(seen, within=max(0.0, min(self._poll, beat - time.monotonic())))
-            seen, state = self._published.count, self._state()
-            behind = [
-                (view, cached)
-                for view, cached in self.views.items()
-                if cached.generation != seen or cached.state.status != state.status
-            ]
-            if behind:
-                await self._render(seen, state, behind)
-            if state.status != self._sent_status or time.monotonic() >= beat:
-                self._broadcast(self._heartbeat_event(seen, state))
-                self._sent_status, beat = state.status, time.monotonic() + self.heartbeat
+            try:
+                seen, beat = await self._pass(beat)
+            except Exception:  # a bug here must not end the stream's loop for good
+                log.exception("the live stream's pass failed; trying again")
+                await asyncio.sleep(self._poll)
+
+    async def _pass(self, beat: float) -> tuple[int, float]:
+        """One pass; returns the generation it brought the views to and the next heartbeat's time."""
+        seen, state = self._published.count, self._state()
+        behind = [
+            (view, cached)
+            for view, cached in self.views.items()
+            if cached.generation != seen or cached.state.status != state.status
+        ]
+        if behind:
+            await self._render(seen, state, behind)
+        if state.status != self._sent_status or time.monotonic() >= beat:
+            self._broadcast(self._heartbeat_event(seen, state))
+            self._sent_status, beat = state.status, time.monotonic() + self.heartbeat
+        return seen, beat
 
     async def _wake(self, seen: int, *, within: float) -> None:
         """Until a new evaluation, a poke (a view made behind) or `within` seconds."""
