@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 from collections.abc import Mapping
 from datetime import datetime
 from html import escape
@@ -29,13 +30,18 @@ CSS = """
 """
 """The indicator's rules, part of the page's one stylesheet."""
 
-_SAYS = {
+SAYS = {
     "live": "",
     "pending": " · not yet synced",
     "stale": " · data stale",
     "failed": " · last evaluation failed",
+    "lost": " · stream lost, not updating",
 }
-"""What the indicator adds to its age per state (live.js says the same, and "stream lost")."""
+"""What the indicator adds to its age per state; live.js reads it from the indicator's
+`data-says` (`lost` is its own: the stream dropped or went silent)."""
+
+
+_SAYS_JSON = json.dumps(SAYS)
 
 
 def freshness(status: Mapping[str, Any]) -> str:
@@ -65,8 +71,8 @@ def indicator(evaluation: Evaluation | None, status: Mapping[str, Any], *, now: 
     state, age = state_of(evaluation, status), age_of(evaluation, now)
     when = "no evaluation yet" if age is None else f"updated {max(0, round(age))} s ago"
     css = "ok" if state == "live" else "bad"
-    data = f'data-state="{state}" data-age="{"" if age is None else age}"'
-    return f'<p id="freshness" class="freshness {css}" {data}>{escape(when + _SAYS[state])}</p>'
+    data = f'data-state="{state}" data-age="{"" if age is None else age}" data-says="{escape(_SAYS_JSON)}"'
+    return f'<p id="freshness" class="freshness {css}" {data}>{escape(when + SAYS[state])}</p>'
 
 
 def script_tag() -> str:

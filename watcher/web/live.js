@@ -7,15 +7,9 @@
   const LOST_AFTER_MS = 20000; // no event at all for this long (heartbeats come every 15 s)
   const REOPEN_AFTER_MS = 5000; // the stream refused (503) or ended for good: try again
   const RELOAD_AFTER_MS = 1000; // at most one reload a second, should a full state never fit
-  const SAYS = {
-    live: "",
-    pending: " \u00b7 not yet synced",
-    stale: " \u00b7 data stale",
-    failed: " \u00b7 last evaluation failed",
-    lost: " \u00b7 stream lost, not updating",
-  };
   const first = document.getElementById("freshness");
   if (!first || !window.EventSource) return;
+  const SAYS = JSON.parse(first.dataset.says); // what to add to the age, per state
   let age = first.dataset.age === "" ? null : Number(first.dataset.age);
   let state = first.dataset.state || "pending";
   let since = performance.now(); // when `age` was true
