@@ -14,6 +14,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
+from tests.export.promstack import PROMETHEUS, free_port, process_running
 from watcher.cli import build_parser, main
 from watcher.fleet.prom import Credentials, Prometheus
 from watcher.fleet.queries import Answer
@@ -179,3 +180,22 @@ async def test_a_store_slower_than_the_query_timeout_is_an_answer_saying_so() ->
     async with TestServer(app) as server, Prometheus(str(server.make_url("")), timeout=0.2) as store:
         answer = await store.query("up", at=datetime.now(UTC))
     assert answer == Answer(error="no answer within 0.2s")
+
+
+@pytest.mark.parametrize("seconds", [pytest.param(0.25, id="250ms"), pytest.param(90.0, id="1m30s")])
+async def test_the_query_timeout_is_sent_in_a_form_the_real_prometheus_accepts(
+    seconds: float, tmp_path: Path
+) -> None:
+    config, port = tmp_path / "prometheus.yaml", free_port()
+    config.write_text("global: {}\n")
+    command = [
+        PROMETHEUS,
+        f"--config.file={config}",
+        f"--storage.tsdb.path={tmp_path / 'data'}",
+        f"--web.listen-address=127.0.0.1:{port}",
+    ]
+    url = f"http://127.0.0.1:{port}"
+    with process_running(command, f"{url}/-/ready", tmp_path / "prometheus.log"):
+        async with Prometheus(url, timeout=seconds) as store:
+            answer = await store.query("vector(1)", at=datetime.now(UTC))
+    assert (answer.error, [sample["value"][1] for sample in answer.result]) == (None, ["1"])

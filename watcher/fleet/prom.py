@@ -93,7 +93,8 @@ class Prometheus:
     async def query(self, expr: str, *, at: datetime) -> Answer:
         """The instant vector of `expr` at `at`."""
         assert self._session is not None, "use `async with Prometheus(...)`"
-        form = {"query": expr, "time": f"{at.timestamp():.3f}", "timeout": f"{self.timeout:g}s"}
+        # the timeout in plain seconds: the query API reads "0.25" but refuses "0.25s"
+        form = {"query": expr, "time": f"{at.timestamp():.3f}", "timeout": f"{self.timeout:.3f}"}
         try:
             headers = self.credentials.headers()
         except OSError as error:
