@@ -14,7 +14,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from tests.export.promstack import PROMETHEUS, free_port, process_running
+from tests.fleet.rig import prometheus_running
 from watcher.cli import build_parser, main
 from watcher.fleet.prom import Credentials, Prometheus
 from watcher.fleet.queries import Answer
@@ -186,16 +186,7 @@ async def test_a_store_slower_than_the_query_timeout_is_an_answer_saying_so() ->
 async def test_the_query_timeout_is_sent_in_a_form_the_real_prometheus_accepts(
     seconds: float, tmp_path: Path
 ) -> None:
-    config, port = tmp_path / "prometheus.yaml", free_port()
-    config.write_text("global: {}\n")
-    command = [
-        PROMETHEUS,
-        f"--config.file={config}",
-        f"--storage.tsdb.path={tmp_path / 'data'}",
-        f"--web.listen-address=127.0.0.1:{port}",
-    ]
-    url = f"http://127.0.0.1:{port}"
-    with process_running(command, f"{url}/-/ready", tmp_path / "prometheus.log"):
-        async with Prometheus(url, timeout=seconds) as store:
-            answer = await store.query("vector(1)", at=datetime.now(UTC))
+    with prometheus_running(tmp_path, targets={}) as store:
+        async with Prometheus(store.url, timeout=seconds) as prometheus:
+            answer = await prometheus.query("vector(1)", at=datetime.now(UTC))
     assert (answer.error, [sample["value"][1] for sample in answer.result]) == (None, ["1"])
