@@ -8,7 +8,7 @@ import asyncio
 import dataclasses
 import re
 import socket
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from html import escape
@@ -16,6 +16,7 @@ from typing import Any
 
 import aiohttp
 import orjson
+from aiohttp import web
 from aiohttp.test_utils import TestServer
 from prometheus_client.registry import CollectorRegistry
 
@@ -32,9 +33,9 @@ from watcher.web.server import create_app, hardened_app, watch_status
 from watcher.web.stream import StreamHub, install
 
 
-def namespace_of(query: Mapping[str, str]) -> str | None:
+def namespace_of(request: web.Request) -> str | None:
     """The view: a namespace, or None for all (every other parameter is ignored)."""
-    return query.get("namespace") or None
+    return request.query.get("namespace") or None
 
 
 def rows(state: State, namespace: str | None) -> list[Part]:

@@ -58,7 +58,7 @@ async def serving() -> AsyncIterator[Served]:
 
     async def page(request: web.Request) -> web.Response:
         now = state()
-        body = "".join(p.html for p in rows(now, namespace_of(request.query)))
+        body = "".join(p.html for p in rows(now, namespace_of(request)))
         html = (
             '<!doctype html><html lang="en"><head><meta charset="utf-8">'
             f"{NOSCRIPT_REFRESH.format(seconds=10)}"

@@ -42,6 +42,7 @@ SAYS = {
 
 
 _SAYS_JSON = json.dumps(SAYS)
+STREAM = "/api/v1/stream"
 
 
 def freshness(status: Mapping[str, Any]) -> str:
@@ -66,12 +67,18 @@ def age_of(evaluation: Evaluation | None, now: datetime) -> float | None:
     return None if evaluation is None else round((now - evaluation.now).total_seconds(), 1)
 
 
-def indicator(evaluation: Evaluation | None, status: Mapping[str, Any], *, now: datetime) -> str:
-    """`<p id="freshness">` as the server sees it at `now`."""
+def indicator(
+    evaluation: Evaluation | None, status: Mapping[str, Any], *, now: datetime, stream: str = STREAM
+) -> str:
+    """`<p id="freshness">` as the server sees it at `now`; `stream` is the path of the page's
+    stream (live.js adds the page's query string: the same view)."""
     state, age = state_of(evaluation, status), age_of(evaluation, now)
     when = "no evaluation yet" if age is None else f"updated {max(0, round(age))} s ago"
     css = "ok" if state == "live" else "bad"
-    data = f'data-state="{state}" data-age="{"" if age is None else age}" data-says="{escape(_SAYS_JSON)}"'
+    data = (
+        f'data-state="{state}" data-age="{"" if age is None else age}" '
+        f'data-says="{escape(_SAYS_JSON)}" data-stream="{escape(stream)}"'
+    )
     return f'<p id="freshness" class="freshness {css}" {data}>{escape(when + SAYS[state])}</p>'
 
 

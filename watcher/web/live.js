@@ -8,7 +8,8 @@
   const REOPEN_AFTER_MS = 5000; // the stream refused (503) or ended for good: try again
   const RELOAD_AFTER_MS = 1000; // at most one reload a second, should a full state never fit
   const first = document.getElementById("freshness");
-  if (!first || !window.EventSource) return;
+  if (!first || !first.dataset.stream || !window.EventSource) return; // a page without a stream
+
   const SAYS = JSON.parse(first.dataset.says); // what to add to the age, per state
   let age = first.dataset.age === "" ? null : Number(first.dataset.age);
   let state = first.dataset.state || "pending";
@@ -114,7 +115,7 @@
   }
 
   function open() {
-    source = new EventSource("/api/v1/stream" + window.location.search);
+    source = new EventSource(first.dataset.stream + window.location.search); // the same view
     source.addEventListener("evaluation", (event) => {
       const data = JSON.parse(event.data);
       heed(data);

@@ -150,7 +150,7 @@ def create_app(
         app,
         stream.StreamHub(
             state=lambda: page_state(app),
-            view=parse_query,
+            view=lambda request: parse_query(request.query),
             parts=lambda state, query: page_parts(state, query, now=datetime.now(UTC)),
             published=published or Generations(),
         ),

@@ -85,7 +85,7 @@ class StreamHub(Generic[V]):
         self,
         *,
         state: Callable[[], PageState],
-        view: Callable[[Mapping[str, str]], V],
+        view: Callable[[web.Request], V],
         parts: PartsOf[V],
         published: Generations,
         heartbeat: float = 15.0,
@@ -96,7 +96,7 @@ class StreamHub(Generic[V]):
         retry_ms: int = 3000,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
-        """`view` parses a request's query into its view (the render key); `poll`: how often the
+        """`view` reads a stream request's view (the render key: its query, its path); `poll`: how often the
         watch status is compared with the last one sent (a change goes out at once, not with the
         next heartbeat)."""
         self._state, self._parts, self._published = state, parts, published
@@ -314,7 +314,7 @@ async def stream(request: web.Request) -> web.StreamResponse:
     transport = request.transport
     try:
         client = await hub.connect(
-            hub.view_of(request.query),
+            hub.view_of(request),
             last_event_id=request.headers.get("Last-Event-ID"),
             abort=transport.abort if transport is not None else lambda: None,
         )
