@@ -75,6 +75,8 @@ MAX_DURATION = timedelta(microseconds=(2**63 - 1) // 1000)
 """Go's time.Duration is int64 nanoseconds: Flux accepts no interval longer, nor does stalewatch."""
 MAX_FACTOR = 1000.0
 """A Reconciling=True that outlasts a thousand intervals is stuck by any measure."""
+MAX_COUNT = 10_000
+"""A denial seen ten thousand times recurs by any measure."""
 
 _DURATION_HINT = "expected a duration such as 90s, 10m or 1h30m (units h, m, s, ms), or a number of seconds"
 _NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
@@ -140,9 +142,12 @@ class _ThresholdSettingsBase(BaseModel):
 
 
 def _threshold_field(annotation: Any, default: Any) -> tuple[Any, Any]:
-    """Durations as Duration; factors positive, finite and at most MAX_FACTOR."""
+    """Durations as Duration; factors positive, finite and at most MAX_FACTOR; counts from 2 (one
+    occurrence recurs by no measure) to MAX_COUNT."""
     if annotation is timedelta:
         return Duration, default
+    if annotation is int:
+        return int, Field(default=default, ge=2, le=MAX_COUNT)
     if annotation is float:
         return float, Field(default=default, gt=0, le=MAX_FACTOR, allow_inf_nan=False)
     return annotation, default

@@ -128,6 +128,11 @@ FINDING_TEXTS: Mapping[FindingType, tuple[str, str]] = {
         "is in a retry loop",
         "It keeps failing and retrying with the same error.",
     ),
+    FindingType.POLICY_DENIED: (
+        "keeps being denied by a policy",
+        "An admission policy (Gatekeeper, Kyverno or a ValidatingAdmissionPolicy) denies a write it"
+        " keeps retrying: retries will not help until the object or the policy changes.",
+    ),
     FindingType.WORKLOAD_UNHEALTHY: (
         "is unhealthy",
         "Its Pods are failing (crash loop, image pull, config error, unschedulable, failed) or it has"

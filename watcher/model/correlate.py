@@ -38,6 +38,7 @@ from typing import Any
 
 from watcher.model.context import new_finding
 from watcher.model.controllers import ControllerState
+from watcher.model.denials import link_stacks, merge
 from watcher.model.flux import applied_revision, dependencies, inventory, source_key
 from watcher.model.graph import Edge, View
 from watcher.model.kinds import APPLIERS, CONTROLLER_WORKLOADS, FLUX_GROUPS
@@ -103,6 +104,7 @@ class Correlator:
         _dependencies(run)
         _crd_links(run)
         _skew_siblings(run)
+        link_stacks(run)
         return finish(run)
 
 
@@ -154,6 +156,9 @@ def _admit(
             )
         return  # the controller's own Pods and Events are its ControllerDown evidence
     existing = run.found.get(candidate.id)
+    if existing is not None and candidate.type is FindingType.POLICY_DENIED:
+        merge(existing, candidate)
+        return
     if existing is not None:  # several Events with one reason about one object: one loop
         existing.evidence = {
             **existing.evidence,

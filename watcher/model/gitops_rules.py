@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from watcher.model.context import Ctx, Rule
+from watcher.model.denials import denied_condition
 from watcher.model.flux import REQUESTED_AT, dependencies
 from watcher.model.objects import (
     Condition,
@@ -321,6 +322,7 @@ def revision_skew(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
 
 GITOPS_RULES: Sequence[Rule] = (
     stalled,
+    denied_condition,
     dependency_blocked,
     revision_skew,
     reconcile_request_ignored,

@@ -22,7 +22,7 @@ class Judge(enum.Enum):
     """The rule a built-in kind is judged by (rules.py maps each to its function)."""
 
     WORKLOAD = "workload_unhealthy"
-    EVENT = "retry_loop"
+    EVENT = "judge_event"
 
 
 class Track(enum.Enum):

@@ -3,9 +3,9 @@
 Each rule is a small function `(obj, ctx) -> Finding | None`, dispatched by kind like
 kstatus' table (local_findings): the GitOps rules (gitops_rules.py) on every Flux object and
 every kind a configured controller reconciles, WorkloadUnhealthy (workload_rule.py) on Pods
-and workloads, RetryLoop (events.py) on Events. Here too the findings that need more than the
-object: StatusStale (its controller is down) and CRDRemoved (its kind is gone).
-They produce *candidates*: correlation later decides which are roots and which symptoms.
+and workloads, RetryLoop (events.py) or PolicyDenied (denials.py) on Events. Here too the
+findings that need more than the object: StatusStale (its controller is down) and CRDRemoved
+(its kind is gone). They produce *candidates*: correlation later decides which are roots and which symptoms.
 
 Messages say what is wrong and what to do, naming objects, and contain no durations
 relative to `now` (they are cached between evaluations); times are spelled out.
@@ -19,7 +19,7 @@ from typing import Any
 
 from watcher.model.context import Ctx, Rule, new_finding
 from watcher.model.controllers import ControllerState
-from watcher.model.events import retry_loop
+from watcher.model.denials import judge_event
 from watcher.model.gitops_rules import GITOPS_RULES, revision_skew
 from watcher.model.kinds import APPLIERS, JUDGED, Judge
 from watcher.model.objects import (
@@ -94,7 +94,7 @@ def crd_removed(
     return found
 
 
-_JUDGES: Mapping[Judge, Rule] = {Judge.WORKLOAD: workload_unhealthy, Judge.EVENT: retry_loop}
+_JUDGES: Mapping[Judge, Rule] = {Judge.WORKLOAD: workload_unhealthy, Judge.EVENT: judge_event}
 
 RULES: Mapping[tuple[str, str], Rule] = {key: _JUDGES[judge] for key, judge in JUDGED.items()}
 """Built-in kinds with a rule, by (group, kind) (declared in kinds.KINDS)."""

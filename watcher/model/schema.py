@@ -328,6 +328,8 @@ _EVENT = Kind(
                 "series": Obj({"count": I, "lastObservedTime": Time()}),
                 "involvedObject": Obj(REF.fields, required=("kind", "name")),
                 "reportingController": TOKEN,
+                "reportingComponent": TOKEN,
+                "source": Obj({"component": TOKEN}),
             }
         )
     },

@@ -60,6 +60,7 @@ class FindingType(StrEnum):
     RECONCILE_FAILED = "ReconcileFailed"
     RETRY_LOOP = "RetryLoop"
     WORKLOAD_UNHEALTHY = "WorkloadUnhealthy"
+    POLICY_DENIED = "PolicyDenied"
 
 
 DEFAULT_SEVERITIES: Mapping[FindingType, Severity] = {
@@ -214,6 +215,11 @@ class Thresholds:
     """A DependencyNotReady wait that no failing dependency explains is normal ordering until then."""
     retry_loop_recent: timedelta = timedelta(minutes=30)
     """A Warning Event last seen longer ago than this is history, not a loop still running."""
+    policy_denied_count: int = 3
+    """A policy denial is PolicyDenied once seen this many times (an Event's count, or attempts
+    a Flux object's interval allows while its Ready=False held)..."""
+    policy_denied_window: timedelta = timedelta(minutes=5)
+    """...from its first to its last for at least this long (and last seen within retry_loop_recent)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,7 @@ PRECEDENCE: Sequence[FindingType] = (
     FindingType.CONTROLLER_DOWN,
     FindingType.STATUS_STALE,
     FindingType.STALLED,
+    FindingType.POLICY_DENIED,
     FindingType.DEPENDENCY_BLOCKED,
     FindingType.REVISION_SKEW,
     FindingType.RELEASE_READY_WORKLOAD_FAILING,
