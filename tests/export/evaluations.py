@@ -65,6 +65,35 @@ def finding(
     )
 
 
+def denied(id: str, about: Subject, engine: str, policies: list[str]) -> Finding:
+    """A PolicyDenied with the evidence its metric reads (engine, policies)."""
+    found = finding(id, FindingType.POLICY_DENIED, about)
+    found.evidence = {"engine": engine, "policies": policies}
+    return found
+
+
+def policy_denied() -> Evaluation:
+    """A Gatekeeper constraint and a Kyverno policy each deny a write some object keeps retrying;
+    the Kyverno one names two policies; a RetryLoop on the same object is the first one's symptom."""
+    gateway = subject("EdgeGateway", "checkout", "storefront", "edge.acme.io/v1alpha1")
+    apps = ks("flux-system", "apps")
+    root = denied("PolicyDenied/EdgeGateway/checkout/storefront", gateway, "gatekeeper",
+                  ["deny-public-loadbalancers"])
+    return Evaluation(
+        now=NOW,
+        findings=[
+            root,
+            denied("PolicyDenied/Kustomization/flux-system/apps", apps, "kyverno",
+                   ["disallow-privilege-escalation", "require-labels"]),
+            finding("RetryLoop/EdgeGateway/checkout/storefront/Failed", FindingType.RETRY_LOOP, gateway,
+                    root_cause=root.id),
+        ],
+        objects=[],
+        controllers=[],
+        revisions=[],
+    )
+
+
 def empty() -> Evaluation:
     return Evaluation(now=NOW, findings=[], objects=[], controllers=[], revisions=[])
 
@@ -154,6 +183,7 @@ def hostile() -> Evaluation:
                 f"stale-{HOSTILE}", FindingType.STATUS_STALE, odd, severity=Severity.INFO, root_cause=root.id
             ),
             finding("unknown-since", FindingType.STUCK_RECONCILING, odd, since=None),
+            denied(f"denied-{HOSTILE}", odd, "kyverno", [f"policy-{HOSTILE}", *EACH_ESCAPE]),
         ],
         objects=[
             ObjectHealth(

@@ -43,6 +43,7 @@ def value(evaluation: Evaluation, metric: str, /, **labels: str) -> float | None
         pytest.param(ev.empty, id="empty"),
         pytest.param(ev.controller_down, id="controller_down"),
         pytest.param(ev.odd_names, id="odd_names"),
+        pytest.param(ev.policy_denied, id="policy_denied"),
     ],
 )
 def test_exposition_matches_golden_text_and_passes_promtool(scene: Callable[[], Evaluation]) -> None:

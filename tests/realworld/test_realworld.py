@@ -111,7 +111,10 @@ CASE_TABLE = [
     ),
     pytest.param(
         "kustomization-apply-denied-by-admission-webhook",
-        roots(f"{RF}/Kustomization/flux-system/apps"),
+        roots(
+            "PolicyDenied/Kustomization/flux-system/apps",
+            symptoms={f"{RF}/Kustomization/flux-system/apps": "PolicyDenied/Kustomization/flux-system/apps"},
+        ),
         id="kustomization-dry-run-denied",
     ),
     pytest.param(

@@ -147,6 +147,15 @@ def overview() -> dashboard.Dashboard:
         )
         .with_panel(
             table_panel(
+                "Denied by a policy",
+                f"stalewatch_policy_denied{{{SCOPE}}}",
+                description="Objects whose controller keeps retrying a write an admission policy denies"
+                " (PolicyDenied), with the policy and its engine: retries will not help.",
+                rename={"engine": "Engine", "policy": "Policy", **OBJECT_COLUMNS},
+            )
+        )
+        .with_panel(
+            table_panel(
                 "Time since last change",
                 f"sort(time() - stalewatch_object_last_transition_timestamp_seconds{{{SCOPE}}})",
                 description="Since each object's Ready condition last changed, most recent first.",

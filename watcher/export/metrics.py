@@ -37,6 +37,7 @@ from watcher.model.types import (
     ControllerHealth,
     Evaluation,
     Finding,
+    FindingType,
     ObjectHealth,
     RevisionInfo,
     Status,
@@ -119,6 +120,17 @@ def _root_of(finding: Finding, by_id: dict[str, Finding]) -> Finding | None:
     return current
 
 
+def _denied(findings: Sequence[Finding]) -> list[Values]:
+    """(engine, policy, kind, namespace, name) per policy of each PolicyDenied: which policy
+    blocks which trying object, so a dashboard can group by policy (and engine)."""
+    return [
+        (f.evidence["engine"], policy, *_where(f.subject))
+        for f in findings
+        if f.type is FindingType.POLICY_DENIED
+        for policy in f.evidence["policies"]
+    ]
+
+
 def _unique(items: Iterable[_Keyed]) -> list[_Keyed]:
     """First one wins: two series with the same labels would make Prometheus drop samples."""
     seen: set[Values] = set()
@@ -151,6 +163,20 @@ GROUPS: tuple[_Group, ...] = (
             ),
         ),
         prepare=_rooted,
+    ),
+    _Group(
+        "policies",
+        lambda e: e.findings,
+        (
+            Gauge[Values](
+                "stalewatch_policy_denied",
+                "1 per policy that denies a write a controller keeps retrying (a PolicyDenied finding): "
+                "engine is gatekeeper, kyverno or vap; kind/namespace/name is the object that keeps trying.",
+                ("engine", "policy", *OBJECT_LABELS),
+                of=lambda row: (row, 1.0),
+            ),
+        ),
+        prepare=_denied,
     ),
     _Group(
         "objects",
