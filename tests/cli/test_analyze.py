@@ -102,6 +102,15 @@ def objects_in(directory: Path) -> int:
             0,
             id="ready-helmrelease-with-crash-looping-pod",
         ),
+        pytest.param(
+            "policy-denied-loadbalancer",
+            "PolicyDenied/EdgeGateway/checkout/storefront",
+            ("EdgeGateway", "checkout", "storefront"),
+            {("Kustomization", "flux-system", "team-checkout"), ("Kustomization", "flux-system", "flux-system")},
+            "warning",
+            0,
+            id="another-stacks-gatekeeper-constraint-denies-a-controller-forever",
+        ),
     ],
 )
 def test_each_incident_example_has_exactly_its_one_root_cause(
@@ -133,6 +142,24 @@ def test_the_tofu_incidents_symptoms_are_stale_terraforms_and_blocked_kustomizat
         assert by_subject[("Terraform", "flux-system", name)] == {"StatusStale"}
     for name in ("apps-data", "apps-payments", "ingress-edge"):
         assert by_subject[("Kustomization", "flux-system", name)] == {"DependencyBlocked"}
+
+
+def test_the_policy_denial_names_the_constraint_the_service_the_controller_and_how_often(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _, report = analyze_json(capsys, str(EXAMPLES / "policy-denied-loadbalancer"))
+    [root] = report["findings"]
+    evidence = root["evidence"]
+    assert (evidence["engine"], evidence["policies"], evidence["denied_object"]) == (
+        "gatekeeper",
+        ["deny-public-loadbalancers"],
+        'services "storefront-lb"',
+    )
+    assert (evidence["controller"], evidence["count"], root["since"]) == (
+        "edge-gateway-controller",
+        7141,
+        "2026-11-29T16:02:11Z",
+    )
 
 
 def test_stuck_reconciling_says_ready_true_is_set_too(capsys: pytest.CaptureFixture[str]) -> None:

@@ -30,6 +30,9 @@ KINDS = ",".join(
         "kustomizations,helmreleases,terraforms",
     )
 )
+CRDS = Path(__file__).parent / "crds"
+EXAMPLE_KINDS = {"policy-denied-loadbalancer": (CRDS / "edgegateways.yaml", "edgegateways")}
+"""Examples with a custom resource of their own: its CRD, installed first, and its plural."""
 
 
 @pytest.fixture
@@ -107,6 +110,7 @@ def findings(capsys: pytest.CaptureFixture[str], path: Path) -> list[dict[str, A
         pytest.param(
             "gitrepository-clone-failing", "json", id="gitrepository-clone-failing-from-kubectl-json"
         ),
+        pytest.param("policy-denied-loadbalancer", "yaml", id="policy-denied-loadbalancer-from-kubectl-yaml"),
         pytest.param("healthy", "yaml", id="healthy-from-kubectl-yaml"),
     ],
 )
@@ -118,8 +122,13 @@ def test_real_kubectl_output_gives_the_examples_findings(
     example: str,
     output: str,
 ) -> None:
+    kinds = KINDS
+    if example in EXAMPLE_KINDS:
+        crd, plural = EXAMPLE_KINDS[example]
+        control_plane.install_crds(crd)
+        kinds += f",{plural}"
     store(control_plane, example, renames)
     for namespace in renames.values():
-        listed = control_plane.kubectl("get", KINDS, "-n", namespace, "-o", output)
+        listed = control_plane.kubectl("get", kinds, "-n", namespace, "-o", output)
         (tmp_path / f"{namespace}.{output}").write_text(listed)
     assert findings(capsys, tmp_path) == moved(findings(capsys, EXAMPLES / example), renames)

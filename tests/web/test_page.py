@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from tests.model.builders import MIN, event, flux, run
+from tests.model.builders import NOW as MODEL_NOW
 from tests.web.dom import Node, parse
 from tests.web.incident import (
     APPS,
@@ -268,3 +270,51 @@ def test_the_page_refreshes_itself_without_javascript_and_links_the_machine_read
     assert refresh == [{"http-equiv": "refresh", "content": "10"}]
     assert len([m for m in doc.all("meta") if m.attrs.get("http-equiv") == "refresh"]) == 1
     assert [a.attrs["href"] for a in doc.one("nav").all("a")] == ["/api/v1/findings", "/metrics"]
+
+
+def policy_denied(message: str) -> Evaluation:
+    """The model's own PolicyDenied: a controller's Warning Event says a Gatekeeper constraint denies it."""
+    denial = (
+        'admission webhook "validation.gatekeeper.sh" denied the request: [deny-public-loadbalancers] '
+        + message
+    )
+    objects = [
+        *flux(leases=False),
+        event(
+            "storefront.1",
+            "checkout",
+            kind="EdgeGateway",
+            involved="storefront",
+            reason="ReconcileError",
+            message=denial,
+            count=40,
+            first=30 * MIN,
+            last=MIN,
+        ),
+    ]
+    return run(objects, now=MODEL_NOW)
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        pytest.param("<script>alert(1)</script>", id="script-tag"),
+        pytest.param('"><img src=x onerror=alert(1)>', id="attribute-breakout"),
+        pytest.param("&lt;b&gt; already escaped &amp; ä 🚀", id="entities-and-unicode-stay-literal"),
+    ],
+)
+def test_a_policy_denial_shows_its_policy_and_evidence_as_text(hostile: str) -> None:
+    doc = page(policy_denied(hostile))
+
+    [article] = doc.all("article")
+    assert "PolicyDenied" in article.one("h3").text
+    assert f"gatekeeper policy deny-public-loadbalancers: the write of an object is refused ({hostile})" in (
+        article.one("p", "message").text
+    )
+    evidence = article.one("dl", "evidence")
+    pairs = dict(
+        zip([dt.text for dt in evidence.all("dt")], [dd.text for dd in evidence.all("dd")], strict=True)
+    )
+    assert pairs["engine"] == "gatekeeper"
+    assert hostile in pairs["denials"]
+    assert [n.tag for n in doc.walk()] == [n.tag for n in page(policy_denied("plain")).walk()]
