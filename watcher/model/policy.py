@@ -7,9 +7,10 @@ string in, the denial out) for the three engines whose formats are fixed upstrea
 * OPA Gatekeeper: the API server wraps a webhook's answer as `admission webhook "<name>" denied
   the request: <message>` (kubernetes/kubernetes staging/src/k8s.io/apiserver/pkg/admission/
   plugin/webhook/errors/statuserror.go; servers newer than v1.34 prefix it with `<resource>
-  "<name>" is forbidden: `, v1.34 does not, as tests/kube/test_admission_denials.py records); Gatekeeper's webhook `validation.gatekeeper.sh` answers one `[<constraint>]
-  <message>` per denying constraint, joined by newlines (open-policy-agent/gatekeeper
-  pkg/webhook/policy.go); releases before 3.4 wrote `[denied by <constraint>] <message>`.
+  "<name>" is forbidden: `, v1.34 does not, as tests/kube/test_admission_denials.py records);
+  Gatekeeper's webhook `validation.gatekeeper.sh` answers one `[<constraint>] <message>` per
+  denying constraint, joined by newlines (open-policy-agent/gatekeeper pkg/webhook/policy.go);
+  releases before 3.4 wrote `[denied by <constraint>] <message>`.
 * Kyverno: its validating webhooks (`validate.kyverno.svc`, `-fail`, `-ignore`), and the mutating
   one for image verification, answer `\\n\\nresource <Kind>/<ns>/<name> was blocked due to the
   following policies \\n\\n` and a YAML map of policy -> rule -> message (kyverno/kyverno
