@@ -391,3 +391,14 @@ def test_analyze_does_not_import_the_live_watcher() -> None:
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert result.stdout.splitlines()[-1] == "False False"
+
+
+def test_the_policy_denied_examples_readme_shows_what_analyze_prints(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    readme = (EXAMPLES / "policy-denied-loadbalancer" / "README.md").read_text()
+    shown = readme.split("examples/policy-denied-loadbalancer/\n", 2)[-1].split("$ echo $?")[0]
+
+    code = main(["analyze", "--now", NOW, str(EXAMPLES / "policy-denied-loadbalancer")])
+
+    assert (capsys.readouterr().out, code) == (shown, 0)

@@ -329,6 +329,22 @@ LISTEN = "expected [HOST]:PORT such as ':8080', '127.0.0.1:9090' or '[::1]:8080'
             id="factor-not-a-number",
         ),
         pytest.param(
+            {"thresholds": {"policy_denied_count": 1}},
+            "config: thresholds.policy_denied_count: Input should be greater than or equal to 2 (got 1)",
+            id="count-of-one-recurs-by-no-measure",
+        ),
+        pytest.param(
+            {"thresholds": {"policy_denied_count": 10_001}},
+            "config: thresholds.policy_denied_count: Input should be less than or equal to 10000 (got 10001)",
+            id="count-past-its-bound",
+        ),
+        pytest.param(
+            {"thresholds": {"policy_denied_count": 2.5}},
+            "config: thresholds.policy_denied_count: Input should be a valid integer, got a number with a "
+            "fractional part (got 2.5)",
+            id="count-not-whole",
+        ),
+        pytest.param(
             {"thresholds": {"revison_skew": "5m"}},
             "config: thresholds.revison_skew: unknown setting; known: "
             + ", ".join(f.name for f in dataclasses.fields(Thresholds)),

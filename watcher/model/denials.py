@@ -84,7 +84,7 @@ def denied_event(event: Mapping[str, Any], admission: Admission, ctx: Ctx) -> Fi
         admission,
         since=first,
         how=f"{who} it {how} (Event {event['metadata']['name']}, {text(event, 'reason')})",
-        evidence={"controller": controller, "count": count, "last": rfc3339(last), "every": ""},
+        evidence={"controller": controller, "count": count, "last": rfc3339(last)},
     )
 
 
@@ -121,7 +121,7 @@ def denied_condition(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
         admission,
         since=since,
         how=f"{how}; Ready=False since {rfc3339(since)} ({ready.get('reason', '')})",
-        evidence={"controller": controller, "count": None, "last": None, "every": spelled},
+        evidence={"controller": controller, "every": spelled},
     )
 
 
@@ -171,19 +171,17 @@ def _denial_text(policy: str, rule: str, message: str) -> str:
 def merge(kept: Finding, other: Finding) -> None:
     """Two candidates about one trying object (Events with other reasons, or an Event beside a
     Flux object's condition): one finding, with every policy, every denial counted, the earliest
-    start. `kept` is a correlation pass's working copy: its evidence is replaced, not mutated."""
+    start. `kept` is a correlation pass's working copy: its evidence is replaced, not mutated.
+    An Event's evidence has count and last, a condition's every (its retry interval)."""
     ours, theirs = kept.evidence, other.evidence
-    counts = [c for c in (ours["count"], theirs["count"]) if c is not None]
-    lasts = [t for t in (ours["last"], theirs["last"]) if t is not None]
-    kept.evidence = {
-        **ours,
-        "policies": list(dict.fromkeys([*ours["policies"], *theirs["policies"]])),
-        "denials": list(dict.fromkeys([*ours["denials"], *theirs["denials"]])),
-        "controller": ours["controller"] or theirs["controller"],
-        "count": sum(counts) if counts else None,
-        "last": max(lasts, default=None),
-        "every": ours["every"] or theirs["every"],
-    }
+    merged = {**theirs, **ours}
+    merged["policies"] = list(dict.fromkeys([*ours["policies"], *theirs["policies"]]))
+    merged["denials"] = list(dict.fromkeys([*ours["denials"], *theirs["denials"]]))
+    merged["controller"] = ours["controller"] or theirs["controller"]
+    if "count" in ours and "count" in theirs:
+        merged["count"] = ours["count"] + theirs["count"]
+        merged["last"] = max(ours["last"], theirs["last"])
+    kept.evidence = merged
     if other.since is not None and (kept.since is None or other.since < kept.since):
         kept.since = other.since
 
