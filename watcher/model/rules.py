@@ -5,7 +5,8 @@ kstatus' table (local_findings): the GitOps rules (gitops_rules.py) on every Flu
 every kind a configured controller reconciles, WorkloadUnhealthy (workload_rule.py) on Pods
 and workloads, RetryLoop (events.py) or PolicyDenied (denials.py) on Events. Here too the
 findings that need more than the object: StatusStale (its controller is down) and CRDRemoved
-(its kind is gone). They produce *candidates*: correlation later decides which are roots and which symptoms.
+(its kind is gone). They produce *candidates*: correlation later decides which are roots and
+which symptoms.
 
 Messages say what is wrong and what to do, naming objects, and contain no durations
 relative to `now` (they are cached between evaluations); times are spelled out.

@@ -34,7 +34,8 @@ PRECEDENCE: Sequence[FindingType] = (
     FindingType.WORKLOAD_UNHEALTHY,
     FindingType.RETRY_LOOP,
 )
-"""Within one subject, the earlier type explains the later ones (a blocked object also lags).
+"""Within one subject, the earlier type explains the later ones (a blocked object also lags; a
+policy's denial is why the revision is not applied, Ready says False and the Events repeat).
 
 ReconcileFailed comes after the findings that say more about the same Ready=False (the
 revision it could not apply, an unseen spec or request: the verdict predates it) and
