@@ -3,7 +3,9 @@
 The stuck-Reconciling and sibling-skew incidents are the ones tests/app/test_incidents.py
 enacts step by step (imported, not copied). The tofu-controller incident follows
 examples/tofu-controller-down: a Kustomization deploys the Terraforms and waits for them, and
-an app Kustomization dependsOn it, so the blast radius has every kind of symptom.
+an app Kustomization dependsOn it, so the blast radius has every kind of symptom. The policy
+incident is a Kustomization whose dry-run a Kyverno policy denies (PolicyDenied, its
+ReconcileFailed a symptom), which also feeds the dashboard's policy panel.
 """
 
 from __future__ import annotations
@@ -231,9 +233,50 @@ def sibling_revision_skew(ns: str) -> Incident:
     )
 
 
+def _dry_run_denied(ns: str) -> str:
+    """kustomize-controller's Ready message when Kyverno denies its server-side dry-run (fluxcd/pkg
+    ssa/errors/errors.go wrapping the API server's webhook error; kyverno/kyverno
+    pkg/webhooks/utils/block.go for the answer)."""
+    return (
+        f'Deployment/{ns}/web dry-run failed (Forbidden): admission webhook "validate.kyverno.svc-fail" '
+        f"denied the request: \n\nresource Deployment/{ns}/web was blocked due to the following policies "
+        "\n\ndisallow-privilege-escalation:\n  autogen-privilege-escalation: 'validation error: Privilege "
+        "escalation is disallowed.'\n"
+    )
+
+
+def policy_denied_dry_run(ns: str) -> Incident:
+    """Another stack's Kyverno policy denies what the Kustomization applies, at every retry."""
+    return Incident(
+        setup=stuck_reconciling().setup,
+        acts=[
+            patch(
+                "Kustomization",
+                "apps",
+                {
+                    "conditions": [
+                        cond(
+                            "Ready",
+                            "False",
+                            "ReconciliationFailed",
+                            _dry_run_denied(ns),
+                            since=ago(minutes=40),
+                        )
+                    ]
+                },
+            )
+        ],
+        root=Alert("StalewatchPolicyDenied", "Kustomization", "apps"),
+        receiver="chat",
+        summary="Kustomization {ns}/apps keeps being denied by a policy",
+        symptoms=[Alert("StalewatchReconcileFailed", "Kustomization", "apps")],
+    )
+
+
 INCIDENTS: dict[str, Callable[[str], Incident]] = {
     "tofu-controller-image-pull-backoff": tofu_controller_down,
     "reconciling-left-true-on-a-live-controller": reconciling_left_true,
     "sibling-revision-skew": sibling_revision_skew,
+    "policy-denied-dry-run": policy_denied_dry_run,
 }
 """Built when enacted, so every timestamp in them is of the test's own time."""
