@@ -22,7 +22,7 @@ from tests.kube.support import running as stalewatch_running
 from tests.kube.support import settings_for, until_no_problem
 from tests.kubeclient import Kube
 from tests.web.conftest import Watched
-from tests.web.test_browser import assert_nothing_executed, evidence, texts
+from tests.web.test_browser import assert_nothing_executed
 
 pytestmark = pytest.mark.cluster
 
@@ -170,6 +170,14 @@ async def the_pod_cannot_pull_it(kube: Kube, ns: str) -> None:
     await kube.patch_status(apps, {"conditions": [blocked]})
 
 
+async def contents(page: Page, selector: str) -> list[str]:
+    """The text of every match, read in one go: the stream replaces parts in place (a root card
+    each evaluation: its ages change), so elements found one call earlier may be gone. The text
+    as written (textContent: CSS's uppercase not applied)."""
+    found: list[str] = await page.eval_on_selector_all(selector, "es => es.map(e => e.textContent.trim())")
+    return found
+
+
 async def screenshot(page: Page, artifacts: Path, name: str) -> None:
     await page.screenshot(path=artifacts / f"pane-v2-{name}.png", full_page=True)
 
@@ -212,10 +220,15 @@ async def test_the_single_pane_v2_in_chromium(
             page.on("framenavigated", lambda frame: navigations.append(frame.url))
 
             # one root card, naming tofu-controller; the hostile message stays text
-            assert await texts(page, "article h3") == [
-                f"CRITICAL ControllerDown: Deployment {ns}/tofu-controller"
+            assert await contents(page, "article h3") == [
+                f"critical ControllerDown: Deployment {ns}/tofu-controller"
             ]
-            shown = await evidence(page, "article.critical")
+            await page.locator("article.critical details summary").click()
+            keys, values = (
+                await contents(page, "article.critical dt"),
+                await contents(page, "article.critical dd"),
+            )
+            shown = dict(zip(keys, values, strict=True))
             assert (shown["reason"], shown["message"]) == ("ImagePullBackOff", HOSTILE)
             assert await page.locator("img").count() == 0
             await screenshot(page, artifacts, "incident")
@@ -251,7 +264,7 @@ async def test_the_single_pane_v2_in_chromium(
             assert (await freshness.inner_text()).endswith("data stale")
             assert color == RED
             # first the watches break, then the probe finds the API server gone: both say STALE
-            assert (await texts(page, "header p.banner"))[0].startswith("STALE: ")
+            assert (await contents(page, "header p.banner"))[0].startswith("STALE: ")
             unreachable = "STALE: the Kubernetes API server is unreachable; this is the last known state."
             await page.wait_for_function(
                 "t => document.querySelector('header p.banner').innerText === t",
