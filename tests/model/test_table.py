@@ -63,3 +63,37 @@ def test_keys_added_after_an_output_take_their_place_in_key_order(placed: range,
     expected = {key: str(key) for key in [*placed, *added[:-1]]} | {added[0]: "changed before the output"}
     assert found.values() == [expected[key] for key in sorted(expected)]
     assert found.interleaved([], key=lambda item: (0,)) == found.values()
+
+
+OUTPUT = None
+"""A step that reads the table's output (placing the keys added since the last one)."""
+
+
+@pytest.mark.parametrize(
+    "steps",
+    [
+        pytest.param([(1, "a"), OUTPUT, (1, None), (1, "b")], id="a-placed-key-removed-then-set-again"),
+        pytest.param([(1, "a"), (1, None), (1, "b")], id="a-new-key-removed-then-set-again-before-an-output"),
+        pytest.param([(1, "a"), OUTPUT, (1, "b"), (1, "a")], id="a-placed-value-changed-and-changed-back"),
+        pytest.param(
+            [(1, "a"), (1, "b"), OUTPUT, (1, "b")], id="a-new-value-replaced-before-its-first-output"
+        ),
+        pytest.param(
+            [(2, "b"), OUTPUT, (1, "a"), (2, None), (3, "c")], id="a-placed-key-removed-among-new-ones"
+        ),
+        pytest.param([(1, None), OUTPUT, (1, None), (2, "b"), (2, None)], id="absent-keys-removed"),
+    ],
+)
+def test_the_output_holds_the_last_value_set_at_each_key(steps: list[tuple[int, str | None] | None]) -> None:
+    found: SortedTable[tuple[int], str] = SortedTable()
+    expected: dict[int, str] = {}
+    for step in [*steps, OUTPUT]:
+        if step is OUTPUT:
+            assert found.values() == [expected[key] for key in sorted(expected)]
+            continue
+        key, value = step
+        found.set((key,), value)
+        if value is None:
+            expected.pop(key, None)
+        else:
+            expected[key] = value

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable
-from operator import itemgetter
 from typing import Any, Generic, TypeVar
 
 from watcher.model.objects import Key
@@ -21,39 +20,46 @@ K = TypeVar("K", bound=Key | tuple[Any, ...])
 V = TypeVar("V")
 
 
+MERGED = 8
+"""Added keys are merged into the placed ones in one sort when more than 1/MERGED as many (each
+placed by bisection costs about log2(n) comparisons of keys, a merge n, plus a value lookup each)."""
+
+
 class SortedTable(Generic[K, V]):
     """Values by key, in key order; the lists it hands out are read-only to their holders."""
 
     def __init__(self) -> None:
         self._keys: list[K] = []
         self._values: list[V] = []
-        self._added: dict[K, V] = {}
-        """Values at keys not yet in `_keys`, placed by the next output (_place)."""
+        self._at: dict[K, V] = {}
+        """Every value by key, placed or not: a new key, an unchanged value or the removal of an
+        absent key (most calls while the tables fill) is answered without a bisection."""
+        self._added: dict[K, None] = {}
+        """Keys in `_at` not yet in `_keys`, placed by the next output (_place); a dict, not a
+        set, for the order they came in, which sorting takes runs from (keys often come sorted)."""
         self._out: list[V] | None = None
 
     def set(self, key: K, value: V | None) -> None:
         """Insert, replace, or (with None) remove the value at `key`."""
-        if key in self._added:
-            if value is None:
-                del self._added[key]
-            elif self._added[key] == value:
-                return
-            else:
-                self._added[key] = value
-            self._out = None
-            return
-        index = bisect_left(self._keys, key)
-        present = index < len(self._keys) and self._keys[index] == key
+        current = self._at.get(key)
         if value is None:
-            if not present:
+            if current is None:
                 return
-            del self._keys[index], self._values[index]
-        elif present:
-            if self._values[index] == value:
-                return
-            self._values[index] = value
+            del self._at[key]
+            if key in self._added:
+                del self._added[key]
+            else:
+                index = bisect_left(self._keys, key)
+                del self._keys[index], self._values[index]
+        elif current is None:
+            self._at[key] = value
+            self._added[key] = None
+        elif current == value:
+            return
         else:
-            self._added[key] = value
+            self._at[key] = value
+            if key not in self._added:
+                self._values[bisect_left(self._keys, key)] = value
         self._out = None
 
     def values(self) -> list[V]:
@@ -67,16 +73,20 @@ class SortedTable(Generic[K, V]):
         copied between the added values, each found by bisection from the one before."""
         if not self._added:
             return
-        added, self._added = sorted(self._added.items(), key=itemgetter(0)), {}
+        added, self._added = sorted(self._added), {}
         keys, values = self._keys, self._values
+        if len(added) * MERGED > len(keys):  # many (the tables filling): one merge of two sorted runs
+            self._keys = sorted(keys + added)
+            self._values = [self._at[key] for key in self._keys]
+            return
         self._keys, self._values = [], []
         start = 0
-        for key, value in added:
+        for key in added:
             index = bisect_left(keys, key, start)
             self._keys += keys[start:index]
             self._values += values[start:index]
             self._keys.append(key)
-            self._values.append(value)
+            self._values.append(self._at[key])
             start = index
         self._keys += keys[start:]
         self._values += values[start:]
