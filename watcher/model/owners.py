@@ -59,9 +59,10 @@ class OwnerCache:
         if not self._answers:
             return False  # the usual case, also while the initial sync touches every object
         stale: set[Key] = set()
+        readers = self._readers
         for touched in (keys, edges):
-            for read in touched:
-                stale |= self._readers.get(read, set())
+            for read in readers.keys() & touched:  # iterates the smaller of the two
+                stale |= readers[read]
         for key in stale:
             self._drop(key)
         return bool(stale)
