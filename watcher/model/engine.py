@@ -117,7 +117,7 @@ class HealthModel:
             obj = obj.unpacked()
         key = key_of(obj)
         try:
-            old, edges = self._store.put(obj)
+            old, edges = self._store.put(obj, key=key)
             self._touch(key, old, obj, edges, now=now)
         except Exception as error:  # the bookkeeping of one object must not stop the others'
             self._reject(key, "u", [rule_failed(subject_of(obj), error, what="taking it in")])

@@ -137,9 +137,12 @@ class Store:
             self._by_namespace[key.group, key.kind, key.namespace].add(key)
         self._objects[key] = obj.data
 
-    def put(self, obj: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, set[Edge]]:
-        """Insert or replace; returns the previous version and the edges that came or went."""
-        key = key_of(obj)
+    def put(
+        self, obj: Mapping[str, Any], *, key: Key | None = None
+    ) -> tuple[Mapping[str, Any] | None, set[Edge]]:
+        """Insert or replace; returns the previous version and the edges that came or went.
+        `key`: the object's key, when the caller has it already."""
+        key = key_of(obj) if key is None else key
         old = _unpacked(self._objects.get(key))
         self._objects[key] = obj
         if old is None:
@@ -164,7 +167,11 @@ class Store:
                 del index[bucket]
 
     def _relink(self, key: Key, after: Links) -> set[Edge]:
-        before = self._links.pop(key, {})
+        before = self._links.pop(key, None)
+        if before is None:
+            if not after:
+                return set()  # most kinds have no edges
+            before = {}
         if after:
             self._links[key] = after
         changed: set[Edge] = set()
