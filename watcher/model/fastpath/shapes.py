@@ -114,8 +114,10 @@ def _steps(node: Obj, var: str, *, interns: bool, depth: int = 0) -> list[str]:
         if isinstance(field, Str) and field.intern and interns:
             maybe_unset = field.strict and name not in node.required
             lines.append(f"{f'if type({attr}) is str: ' if maybe_unset else ''}{attr} = _intern({attr})")
-        elif isinstance(field, Time):
+        elif isinstance(field, Time) and interns:  # the checked copy: the first one seen, shared
             lines.append(f"{attr} = _time({attr}) if {attr} else ''")
+        elif isinstance(field, Time):  # packed as bytes next: checking is enough
+            lines += [f"if {attr}: _time({attr})", f"elif {attr} is None: {attr} = ''"]
         elif isinstance(field, Labels) and _filtered(field):
             lines.append(f"if type({attr}) is dict: {attr} = {_name('_check', compiled(field))}({attr})")
         elif isinstance(field, Labels) and interns:  # its type said the rest (str to str, how many)
