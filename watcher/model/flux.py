@@ -7,9 +7,10 @@ the rules that judge them live in gitops_rules.py, the graph that indexes them i
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+
+import msgspec
 
 from watcher.model.kinds import FLUX_GROUPS, INVENTORY_KINDS, SOURCE_GROUP
 from watcher.model.objects import Key, Lookup, dig, group_of, text, time_at
@@ -99,8 +100,10 @@ def applied_revision(obj: Mapping[str, Any]) -> str:
     return text(obj, "status", "lastAppliedRevision")
 
 
-@dataclass(frozen=True, slots=True)
-class Revisions:
+class Revisions(msgspec.Struct, frozen=True, gc=False):
+    """What an applier and its source record, read once per judgement of the applier (a
+    Struct: built for every applier re-judged, where a frozen dataclass's __init__ cost ~1 us)."""
+
     source: Key | None
     revision: str
     """The source's artifact revision ("" when the source is not visible)."""

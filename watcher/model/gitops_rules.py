@@ -156,8 +156,10 @@ def request_time(value: str) -> datetime | None:
 
 def reconcile_request_ignored(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
     requested = annotations_of(obj).get(REQUESTED_AT, "")
+    if not requested:
+        return None
     handled = text(obj, "status", "lastHandledReconcileAt")
-    if not requested or requested == handled:
+    if requested == handled:
         return None
     requested_at, handled_at = request_time(requested), request_time(handled)
     if requested_at is not None and handled_at is not None and handled_at >= requested_at:
@@ -292,9 +294,9 @@ def revision_skew(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
         ready = condition(obj, "Ready")
         target = revs.attempted
         since = transition(ready) if ready is not None and ready["status"] == "False" else None
-    since = since or transition(condition(obj, "Ready"))
     if not revs.applied or not target or same_revision(revs.applied, target):
         return None
+    since = since or transition(condition(obj, "Ready"))
     if not ctx.due(since, ctx.config.thresholds.revision_skew):
         return None
     what = describe(subject_of(obj))

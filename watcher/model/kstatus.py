@@ -44,11 +44,10 @@ def compute_status(obj: Mapping[str, Any], *, now: datetime | None = None) -> St
     generic = _generic(obj)
     if generic is not None:
         return generic
-    group = group_of(obj["apiVersion"])
-    rule = RULES.get(f"{group}/{obj['kind']}" if group else obj["kind"])
+    rule = _BY_GROUP_KIND.get((group_of(obj["apiVersion"]), obj["kind"]))
     if rule is not None:
         return rule(obj, now)
-    return _ready(obj) or _current("Resource is current")
+    return _ready(obj) or _RESOURCE_CURRENT
 
 
 def _in_progress(reason: str, message: str) -> StatusResult:
@@ -63,6 +62,15 @@ def _current(message: str) -> StatusResult:
     return StatusResult(Status.CURRENT, "", message)
 
 
+_RESOURCE_CURRENT = _current("Resource is current")
+_RESOURCE_READY = _current("Resource is Ready")
+_ALWAYS_READY = _current("Resource is always ready")
+_TERMINATING = StatusResult(Status.TERMINATING, "", "Resource scheduled for deletion")
+"""The answers that carry nothing of the object, made once (a StatusResult is immutable): most
+objects a pass judges are Ready, and building the same answer for each was a measurable part
+of re-judging one."""
+
+
 def _int(obj: Mapping[str, Any], path: str, default: int) -> int:
     value = integer(obj, *path.split("."))
     return default if value is None else value
@@ -71,7 +79,7 @@ def _int(obj: Mapping[str, Any], path: str, default: int) -> int:
 def _generic(obj: Mapping[str, Any]) -> StatusResult | None:
     """generic.go checkGenericProperties: deletion, generation, then Reconciling/Stalled."""
     if text(obj, "metadata", "deletionTimestamp"):
-        return StatusResult(Status.TERMINATING, "", "Resource scheduled for deletion")
+        return _TERMINATING
     generation = integer(obj, "metadata", "generation")
     observed = integer(obj, "status", "observedGeneration")
     if generation is not None and observed is not None and observed != generation:
@@ -94,14 +102,14 @@ def _ready(obj: Mapping[str, Any]) -> StatusResult | None:
         if cond["type"] != "Ready":
             continue
         if cond["status"] == "True":
-            return _current("Resource is Ready")
+            return _RESOURCE_READY
         if cond["status"] in ("False", "Unknown"):
             return _in_progress(cond.get("reason", ""), cond.get("message", ""))
     return None
 
 
 def _always_ready(obj: Mapping[str, Any], now: datetime | None) -> StatusResult:
-    return _current("Resource is always ready")
+    return _ALWAYS_READY
 
 
 def _statefulset(obj: Mapping[str, Any], now: datetime | None) -> StatusResult:
@@ -311,3 +319,8 @@ RULES: Mapping[str, Rule] = {
     "apiextensions.k8s.io/CustomResourceDefinition": _crd,
 }
 """core.go's legacyTypes: group/kind (bare kind for the core group) to its rule."""
+_BY_GROUP_KIND: Mapping[tuple[str, str], Rule] = {
+    (group, kind): rule
+    for (group, _, kind), rule in ((name.rpartition("/"), rule) for name, rule in RULES.items())
+}
+"""RULES by (group, kind), as compute_status() looks them up (no key string built per object)."""

@@ -107,7 +107,8 @@ def integer(obj: Mapping[str, Any], *path: str, default: int | None = None) -> i
 
 
 def conditions(obj: Mapping[str, Any]) -> list[Condition]:
-    found = dig(obj, "status", "conditions")
+    status = obj.get("status")  # dig()'s answer, without its loop: every rule reads conditions
+    found = status.get("conditions") if type(status) is dict else dig(obj, "status", "conditions")
     return found if isinstance(found, list) else []
 
 

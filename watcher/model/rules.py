@@ -99,6 +99,9 @@ _JUDGES: Mapping[Judge, Rule] = {Judge.WORKLOAD: workload_unhealthy, Judge.EVENT
 
 RULES: Mapping[tuple[str, str], Rule] = {key: _JUDGES[judge] for key, judge in JUDGED.items()}
 """Built-in kinds with a rule, by (group, kind) (declared in kinds.KINDS)."""
+_APPLIER_RULES = tuple(GITOPS_RULES)
+_OTHER_GITOPS_RULES = tuple(rule for rule in GITOPS_RULES if rule is not revision_skew)
+"""GITOPS_RULES as each GitOps object is checked by them: revision_skew on APPLIERS only."""
 
 
 def local_findings(
@@ -116,8 +119,8 @@ def local_findings(
             return [status_stale(obj, down, ctx.config)]
         if text(obj, "metadata", "deletionTimestamp"):
             return []
-        rules = [r for r in GITOPS_RULES if r is not revision_skew or obj["kind"] in APPLIERS]
-        return [f for f in (rule(obj, ctx) for rule in rules) if f is not None]
+        rules = _APPLIER_RULES if obj["kind"] in APPLIERS else _OTHER_GITOPS_RULES
+        return [found for rule in rules if (found := rule(obj, ctx)) is not None]
     rule = RULES.get((group_of(obj["apiVersion"]), obj["kind"]))
     found = rule(obj, ctx) if rule is not None else None
     return [found] if found is not None else []
