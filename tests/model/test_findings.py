@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
@@ -30,7 +30,7 @@ from tests.model.builders import (
     waiting_on,
     warning_about,
 )
-from watcher.model.types import FindingType
+from watcher.model.types import FindingType, rfc3339
 
 HOUR = 60 * MIN
 KS = "Kustomization/flux-system"
@@ -478,3 +478,19 @@ def test_custom_controller_objects_are_gitops_objects_and_go_stale_with_it() -> 
     assert (health.controller, health.stale) == ("db-operator", True)
     [root] = evaluation.roots
     assert names(root.affected) == {"Database/data/orders"}
+
+
+@pytest.mark.parametrize(
+    "moment",
+    [
+        pytest.param(datetime(2026, 12, 1, 20, 5, 9, tzinfo=UTC), id="utc"),
+        pytest.param(datetime(2026, 12, 1, 20, 5, 9, 123456, tzinfo=UTC), id="microseconds-dropped"),
+        pytest.param(
+            datetime(2026, 12, 1, 23, 5, 9, tzinfo=timezone(timedelta(hours=3))), id="offset-to-utc"
+        ),
+        pytest.param(datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC), id="end-of-calendar"),
+        pytest.param(datetime(999, 1, 2, 3, 4, 5, tzinfo=UTC), id="three-digit-year"),
+    ],
+)
+def test_messages_spell_a_moment_as_kubernetes_does(moment: datetime) -> None:
+    assert rfc3339(moment) == moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

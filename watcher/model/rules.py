@@ -47,9 +47,9 @@ def status_stale(obj: Mapping[str, Any], down: ControllerState, config: ModelCon
         said = f"Ready={ready['status']}" + (f" ({ready.get('reason')})" if ready.get("reason") else "")
     if is_true(obj, "Reconciling"):
         said += " and Reconciling=True"
-    name = down.spec.name
+    name, subject = down.spec.name, subject_of(obj)
     message = (
-        f"{describe(subject_of(obj))} says {said}, but its controller {name} is down "
+        f"{describe(subject)} says {said}, but its controller {name} is down "
         f"({down.health.reason}): this is a cached report, last changed {rfc3339(transition(ready))}. "
         f"Nothing reconciles it until {name} runs again."
     )
@@ -59,9 +59,7 @@ def status_stale(obj: Mapping[str, Any], down: ControllerState, config: ModelCon
         "controller_workload": finding_id(FindingType.CONTROLLER_DOWN, down.health.subject),
         "conditions": {c["type"]: c["status"] for c in dig(obj, "status", "conditions") or ()},
     }
-    return new_finding(
-        config, FindingType.STATUS_STALE, subject_of(obj), message, down.health.since, evidence
-    )
+    return new_finding(config, FindingType.STATUS_STALE, subject, message, down.health.since, evidence)
 
 
 def crd_removed(

@@ -79,7 +79,10 @@ def rfc3339(moment: datetime | None) -> str | None:
     """Kubernetes' own timestamp spelling (UTC, seconds, trailing Z)."""
     if moment is None:
         return None
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    utc = moment.astimezone(UTC)
+    if utc.year < 1000:  # strftime writes such a year unpadded; kept as it always was spelled
+        return utc.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return f"{utc.replace(microsecond=0, tzinfo=None).isoformat()}Z"  # strftime's spelling, 5x cheaper
 
 
 @dataclass(slots=True)
