@@ -596,3 +596,38 @@ def by_id(evaluation: Evaluation) -> dict[str, Finding]:
 def names(subjects: Iterable[Mapping[str, str]]) -> set[str]:
     """Subjects as "Kind/namespace/name" for readable set assertions."""
     return {f"{s['kind']}/{s['namespace']}/{s['name']}" for s in subjects}
+
+
+def controller_down(name: str, image: str, namespace: str = FLUX_NS) -> list[Obj]:
+    """A controller whose new image cannot be pulled: no replica available, its Pod in
+    ImagePullBackOff (as kubelet reports it)."""
+    return [
+        deployment(name, namespace, available=0, image=image),
+        pod(
+            f"{name}-7d9f-abcde",
+            namespace,
+            app=name,
+            image=image,
+            ready=False,
+            waiting="ImagePullBackOff",
+            waiting_message=f'Back-off pulling image "{image}"',
+            created=45 * MIN,
+        ),
+    ]
+
+
+def helm_upgrade_failed(
+    name: str, *, attempted: str, deployed: str = "6.5.0", message: str = "timed out"
+) -> Obj:
+    """helm-controller after a failed upgrade to `attempted`: the newest history entry failed,
+    the one before is what Helm still has deployed."""
+    release = helm_release(
+        name,
+        chart_version=deployed,
+        attempted=attempted,
+        conditions=[cond("Ready", "False", "UpgradeFailed", f"Helm upgrade failed: {message}", ago=30 * MIN)],
+    )
+    before = dict(release["status"]["history"][0], version=2)
+    failed = dict(before, version=3, status="failed", chartVersion=attempted, appVersion=attempted)
+    release["status"]["history"] = [failed, before]
+    return release

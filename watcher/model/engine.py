@@ -34,7 +34,7 @@ from typing import Any
 from watcher.model.context import Ctx
 from watcher.model.correlate import Correlation, Correlator
 from watcher.model.deadlines import Deadlines
-from watcher.model.graph import Edge, Packed, Recorder, Store
+from watcher.model.graph import Edge, Packed, Recorder, Snapshot, Store
 from watcher.model.kinds import TRACKED, Track, key_of_kind
 from watcher.model.objects import (
     Key,
@@ -106,6 +106,9 @@ class HealthModel:
         """Per object and step ("u" taking it in, "o" its rules, "c" its controller verdict)."""
         self._rejected: list[Rejection] | None = []
         """The rejections in object order, None when they changed since."""
+        self.generation = 0
+        """Counts the evaluations that changed something: a reader of the objects (a page's
+        stacks) keeps what it built from them until it moves."""
 
     # -- Events ------------------------------------------------------------------------------
 
@@ -307,6 +310,7 @@ class HealthModel:
             findings = self._last.findings
         self._recheck = self._candidates_changed = False
         self._touched, self._touched_edges = set(), set()
+        self.generation += 1
         self._last = Evaluation(
             now=now,
             findings=findings,
@@ -317,6 +321,10 @@ class HealthModel:
         )
         self._changed = False
         return self._last
+
+    def snapshot(self, kinds: Iterable[tuple[str, str]], *, namespace: str | None = None) -> Snapshot:
+        """The visible objects of these kinds now, to read off the event loop (Store.snapshot)."""
+        return self._store.snapshot(kinds, namespace=namespace)
 
     def _must_correlate(self) -> bool:
         if self._recheck or self._candidates_changed or self._reads is None:

@@ -20,7 +20,7 @@ built as dicts unless something reads it.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, cast
 
 import msgspec
@@ -206,6 +206,45 @@ class Store:
         if not found:
             return set()
         return {k for k in found if k.kind not in self.blind}
+
+    def snapshot(self, kinds: Iterable[tuple[str, str]], *, namespace: str | None = None) -> Snapshot:
+        """The visible objects of these (group, kind)s (in `namespace`, when given) as they are
+        now, for a reader off the event loop (a page): the Store replaces its entries on a
+        change, never the snapshot's."""
+        held: dict[Key, Mapping[str, Any] | bytes] = {}
+        for group, kind in kinds:
+            if kind not in self.blind:
+                keys = (
+                    self._by_kind.get((group, kind), ())
+                    if namespace is None
+                    else self._by_namespace.get((group, kind, namespace), ())
+                )
+                for key in keys:
+                    held[key] = self._objects[key]
+        return Snapshot(held, self.blind)
+
+
+class Snapshot:
+    """Objects copied by reference out of a Store (see Store.snapshot), unpacked when read."""
+
+    def __init__(self, objects: dict[Key, Mapping[str, Any] | bytes], blind: frozenset[str]) -> None:
+        self._objects = objects
+        self._blind = blind
+        self._by_kind: dict[tuple[str, str], list[Key]] = defaultdict(list)
+        for key in sorted(objects):
+            self._by_kind[key.group, key.kind].append(key)
+
+    def get(self, key: Key) -> Mapping[str, Any] | None:
+        value = self._objects.get(key)
+        if isinstance(value, bytes):
+            value = self._objects[key] = _decode(value)
+        return value
+
+    def keys(self, group: str, kind: str) -> Sequence[Key]:
+        return self._by_kind.get((group, kind), [])
+
+    def visible(self, kind: str) -> bool:
+        return kind not in self._blind
 
 
 class View(Protocol):
