@@ -110,6 +110,7 @@ class Runtime:
             source=lambda: self.live.latest,
             registry=registry,
             published=self.live.published,
+            model=self.live.model,
         )
         self._runner: web.AppRunner | None = None
         self._evaluator: asyncio.Task[None] | None = None

@@ -22,6 +22,10 @@ from tests.controlplane.harness import ControlPlane
 from tests.kube.objects import cond, deployment_status, waiting
 from tests.kube.support import running, settings_for, until_no_problem
 from tests.kubeclient import Kube
+from tests.model.builders import NOW
+from tests.web.cluster import HOSTILE as HOSTILE_IMG
+from tests.web.cluster import cluster
+from tests.web.cluster import incident as stack_incident
 from tests.web.conftest import Watched
 from tests.web.incident import HOSTILE, incident
 from watcher.export.metrics import build_registry
@@ -231,3 +235,61 @@ async def test_the_real_stalewatch_run_shows_a_tofu_outage_in_chromium(
         names = await texts(page, "#objects td:nth-child(3)")
         assert names == ["apps", "dns", "vpc", "infra"], "the objects with findings come first"
         assert_nothing_executed(tab, service.url)
+
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+
+
+@asynccontextmanager
+async def serving_stacks() -> AsyncIterator[str]:
+    """The hand-built tofu stack (tests/web/cluster.py) behind the real app, with the live
+    model's objects, so the stacks, stack and object pages are the ones `stalewatch run` serves."""
+    tofu = cluster(stack_incident(message=HOSTILE_IMG))
+    evaluation = tofu.model.evaluate(NOW)
+    app = create_app(
+        telemetry=live_telemetry(),
+        source=lambda: evaluation,
+        registry=build_registry(lambda: evaluation),
+        model=tofu.model,
+    )
+    async with TestServer(app) as server:
+        yield str(server.make_url("/"))
+
+
+async def test_in_chromium_a_stack_opens_the_search_finds_a_revision_prefix_and_text_stays_text(
+    tab: Watched,
+) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    async with serving_stacks() as url:
+        await open_page(tab, url)
+        page = tab.page
+        assert await texts(page, "#stacks-rows tr.stackhead td:first-child") == [
+            "▸ Kustomization flux-system/flux-system"
+        ]
+        assert await page.locator("#stacks-rows tr:not(.stackhead)").count() == 0, "collapsed by default"
+        await page.locator("#stacks-rows a.toggle").click()
+        assert "open=flux-system%2Fflux-system" in page.url
+        rows = await texts(page, "#stacks-rows tr:not(.stackhead) td:nth-child(2)")
+        assert rows[-2:] == ["stale (cached: InProgress)"] * 2
+        await page.screenshot(path=ARTIFACTS / "stacks-open.png", full_page=True)
+
+        await page.locator("#search input[name=q]").fill("aaaaaaaa")
+        await page.locator("#search input[value=stale]").check()
+        await page.locator("#search button").click()
+        await page.wait_for_url("**/?q=aaaaaaaa&status=stale")
+        found = await texts(page, "#stacks-rows tr:not(.stackhead) td:first-child")
+        assert found == [
+            "Kustomization flux-system/flux-system",
+            "Kustomization flux-system/infra",
+            "Terraform flux-system/dns",
+            "Terraform flux-system/vpc",
+        ]
+        await page.screenshot(path=ARTIFACTS / "stacks-search.png", full_page=True)
+
+        await page.get_by_role("link", name="Terraform flux-system/vpc").click()
+        assert page.url.endswith("/objects/Terraform/flux-system/vpc")
+        messages = await texts(page, "#object-conditions td.message")
+        assert messages[0] == f"{HOSTILE_IMG}: main@sha1:{'a' * 40}"
+        await assert_no_injected_elements(page)
+        await page.screenshot(path=ARTIFACTS / "object-page.png", full_page=True)
+        assert_nothing_executed(tab, url.removesuffix("/"))

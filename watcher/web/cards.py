@@ -111,8 +111,12 @@ def roots(evaluation: Evaluation, *, objects: int) -> Iterable[Part]:
 
 
 def root_part_id(root: Finding) -> str:
+    return root_card_id(root.id)
+
+
+def root_card_id(finding_id: str) -> str:
     """A root card's id: from the finding's id, itself stable per type and subject."""
-    return part_id("root", root.id)
+    return part_id("root", finding_id)
 
 
 def _root(root: Finding, symptoms: list[Finding], *, ident: str, now: datetime) -> Iterable[str]:

@@ -4,12 +4,15 @@ The page is a skeleton of containers (the header, the root causes, the stacks, t
 filled with keyed parts (watcher.web.parts): `page_parts` renders the parts of a view and
 `render_page` places them. The live stream renders the same parts again after an evaluation and
 sends those that changed, so the page after a delta is the page after a reload by construction.
+`/stacks/NS/NAME` is a view of the same kind (its query names the stack).
 
 Server-rendered and self-contained: no external assets (the cluster may be offline), a meta
 refresh for browsers without scripts. Every value is escaped, because condition and event
 messages are written by whoever can write to the cluster; the Content-Security-Policy (only this
-page's own stylesheet and its one script, live.js, each by hash) is the second wall. Row counts
-are bounded so a large cluster cannot turn the page into megabytes.
+page's own stylesheet and its one script, live.js, each by hash; forms to this origin only) is the
+second wall. `/stacks/...` and `/objects/...` are rendered the same way without the script (a
+meta refresh keeps them current). Row counts are bounded so a large cluster cannot turn the page
+into megabytes.
 """
 
 from __future__ import annotations
@@ -23,14 +26,18 @@ from html import escape
 from typing import Any
 
 from watcher.export.report import plural
+from watcher.model.kinds import KUSTOMIZE_GROUP
+from watcher.model.objects import Key
+from watcher.model.stacks import Verdict
 from watcher.model.types import Evaluation
-from watcher.web import cards, freshness, tables
+from watcher.web import cards, freshness, stacks, tables
 from watcher.web.cards import MAX_AFFECTED as MAX_AFFECTED
 from watcher.web.cards import MAX_ROOTS as MAX_ROOTS
 from watcher.web.cards import MAX_ROWS as MAX_ROWS
 from watcher.web.html import row as row
 from watcher.web.parts import Part
-from watcher.web.query import Query
+from watcher.web.query import Query, slug
+from watcher.web.stacks import Stacks
 
 REFRESH_SECONDS = 10
 
@@ -57,13 +64,21 @@ th,td{text-align:left;padding:.2em .7em;border-bottom:1px solid #dadce0;vertical
 th{background:#f1f3f4}td.rev{font-family:monospace;word-break:break-all}
 tr.bad td,tr.skew td{background:#fce8e6}.down{color:#c5221f;font-weight:600}.up{color:#188038}
 .healthy{font-size:1.1em;color:#188038}.more{color:#5f6368;font-style:italic}
+table.stacks{width:100%}tr.stackhead td{background:#f1f3f4;font-weight:600;border-top:2px solid #dadce0}
+a.toggle{text-decoration:none;display:inline-block;width:1.2em}.cached{color:#5f6368;font-weight:400}
+.v{font-weight:600}.v-failing,.v-stale,.v-missing{color:#c5221f}.v-not-judged{color:#b06000}
+.v-in-progress{color:#1a73e8}.v-current{color:#188038}code{word-break:break-all}
+.d1{padding-left:1.2em}.d2{padding-left:2.4em}.d3{padding-left:3.6em}.d4{padding-left:4.8em}
+.d5{padding-left:6em}.d6{padding-left:7.2em}.d7{padding-left:8.4em}.d8{padding-left:9.6em}
+span[class^=d]{display:inline-block}form.search{margin:.4em 0}form.search input[type=search]{width:28em}
+form.search label{margin-right:.6em}pre.cmd{background:#f1f3f4;padding:.4em .8em;white-space:pre-wrap}
 """
 
 
 def security_headers(css: str, *, forms: bool = False) -> Mapping[str, str]:
     """The headers of a page whose only stylesheet is `css`: no script may run, not even an
     injected one; only that stylesheet (by its hash); forms may submit to this origin only when
-    `forms` (the fleet's filter form), else nowhere."""
+    `forms` (the search box, the fleet's filter form), else nowhere."""
     digest = base64.b64encode(hashlib.sha256(css.encode()).digest()).decode()
     action = "'self'" if forms else "'none'"
     return {
@@ -77,7 +92,9 @@ def security_headers(css: str, *, forms: bool = False) -> Mapping[str, str]:
 
 
 PAGE_CSS = CSS + freshness.CSS
-SECURITY_HEADERS = freshness.with_script(security_headers(PAGE_CSS))
+STATIC_HEADERS = security_headers(PAGE_CSS, forms=True)
+"""Sent with the stack and object pages: their stylesheet by its hash; the search box submits here."""
+SECURITY_HEADERS = freshness.with_script(STATIC_HEADERS)
 """Sent with the page: its stylesheet and live.js, each by its hash, and the stream."""
 
 
@@ -92,6 +109,8 @@ class PageState:
     """How many objects the watcher holds."""
     load_errors: int = 0
     """How many it skipped as malformed."""
+    stacks: Stacks | None = None
+    """The evaluation's stacks (None: no live model behind this page)."""
 
 
 PartsOf = Callable[[PageState, Query, datetime], Iterable[Part]]
@@ -99,26 +118,31 @@ PartsOf = Callable[[PageState, Query, datetime], Iterable[Part]]
 
 @dataclass(frozen=True, slots=True)
 class Section:
-    """A container of the skeleton: its opening markup (trusted, with the container's id), what
-    fills it, and whether it is shown before the first evaluation."""
+    """Part of the skeleton: trusted markup around its containers (`markup` has one more item
+    than `containers`: before the first, between them, after the last), what fills them, and
+    whether it is shown before the first evaluation."""
 
-    container: str
-    opening: str
-    closing: str
+    containers: tuple[str, ...]
+    markup: tuple[str, ...]
     parts: PartsOf
     always: bool = False
+
+
+def _section(name: str, parts: PartsOf, heading: str = "") -> Section:
+    """A <section> that is its own single container."""
+    return Section((name,), (f'<section id="{name}">{heading}', "</section>"), parts)
 
 
 def _trust(state: PageState, query: Query, now: datetime) -> Iterable[Part]:
     yield cards.trust(state.evaluation, state.status, now=now, load_errors=state.load_errors)
 
 
-def _needs(build: Callable[[Evaluation, Query, datetime], Iterable[Part]]) -> PartsOf:
-    """A section's parts drawn from the evaluation (there is one: see Section.always)."""
+def _of(build: Callable[[Evaluation, Query], Iterable[Part]]) -> PartsOf:
+    """A section's parts drawn from the evaluation (there is one unless Section.always)."""
 
     def parts(state: PageState, query: Query, now: datetime) -> Iterable[Part]:
         assert state.evaluation is not None
-        return build(state.evaluation, query, now)
+        return build(state.evaluation, query)
 
     return parts
 
@@ -128,71 +152,162 @@ def _roots(state: PageState, query: Query, now: datetime) -> Iterable[Part]:
     return cards.roots(state.evaluation, objects=state.objects)
 
 
-NAV = (
-    '<h1>stalewatch</h1><nav><a href="/api/v1/findings">findings JSON</a><a href="/metrics">metrics</a></nav>'
-)
+def _stacks(state: PageState, query: Query, now: datetime) -> Iterable[Part]:
+    yield from _search(query)
+    forest = state.stacks.forest() if state.stacks is not None else None
+    if query.stack is None:
+        yield from stacks.section(forest, query, now=now)
+        return
+    stack = forest.stack(query.stack) if forest is not None else None
+    if stack is None:
+        yield stacks.missing(query.stack)
+    else:
+        yield from stacks.stack_page(stack, query, now=now)
 
-SECTIONS: tuple[Section, ...] = (
-    Section("header", f'<header id="header">{NAV}', "</header>", _trust, always=True),
-    Section("roots", '<section id="roots"><h2>Root causes</h2>', "</section>", _roots),
-    Section(
-        "rejected",
-        '<section id="rejected">',
-        "</section>",
-        _needs(lambda e, q, n: cards.rejected(e.rejected)),
-    ),
-    Section(
-        "controllers",
-        '<section id="controllers">',
-        "</section>",
-        _needs(lambda e, q, n: tables.controllers(e.controllers, now=e.now)),
-    ),
-    Section(
-        "objects",
-        '<section id="objects">',
-        "</section>",
-        _needs(lambda e, q, n: tables.objects(e.objects, e.findings, namespace=q.namespace, now=e.now)),
-    ),
-    Section(
-        "revisions",
-        '<section id="revisions">',
-        "</section>",
-        _needs(lambda e, q, n: tables.revisions(e.revisions, namespace=q.namespace)),
-    ),
+
+def _search(query: Query) -> Iterable[Part]:
+    """The search box (a GET form: the URL is the view) and what the query got wrong."""
+    path = stacks.stack_href(query.stack) if query.stack is not None else "/"
+    boxes = "".join(
+        f'<label><input type="checkbox" name="status" value="{slug(v)}"'
+        + (" checked" if v in query.statuses else "")
+        + f"> {escape(v.value)}</label>"
+        for v in Verdict
+    )
+    form = (
+        f'<form id="search" class="search" method="get" action="{escape(path)}">'
+        f'<input type="search" name="q" value="{escape(query.text)}" '
+        'placeholder="kind, namespace, name, revision prefix, finding type" aria-label="search">'
+        f' {boxes}<button type="submit">Search</button>'
+    )
+    if query.searching:
+        form += f' <a href="{escape(path)}">clear</a>'
+    yield Part("search", "stacks-head", form + "</form>")
+    if query.problems:
+        lines = "".join(f"<li>{escape(p)}</li>" for p in query.problems)
+        html = (
+            '<div id="query-problems" class="banner stale">'
+            f"<p>This URL asks for what the page cannot show:</p><ul>{lines}</ul></div>"
+        )
+        yield Part("query-problems", "stacks-head", html)
+
+
+NAV = (
+    '<h1><a href="/">stalewatch</a></h1><nav><a href="/api/v1/findings">findings JSON</a>'
+    '<a href="/metrics">metrics</a></nav>'
 )
-"""The page's containers in document order."""
+HEADER = Section(("header",), (f'<header id="header">{NAV}', "</header>"), _trust, always=True)
+STACKS = Section(
+    ("stacks-head", "stacks-rows"),
+    (
+        '<section id="stacks"><h2>Stacks</h2><div id="stacks-head">',
+        f'</div>{stacks.TABLE}<tbody id="stacks-rows">',
+        "</tbody></table></section>",
+    ),
+    _stacks,
+)
+SECTIONS: tuple[Section, ...] = (
+    HEADER,
+    _section("roots", _roots, "<h2>Root causes</h2>"),
+    STACKS,
+    _section("rejected", _of(lambda e, q: cards.rejected(e.rejected))),
+    _section("controllers", _of(lambda e, q: tables.controllers(e.controllers, now=e.now))),
+    _section(
+        "objects", _of(lambda e, q: tables.objects(e.objects, e.findings, namespace=q.namespace, now=e.now))
+    ),
+    _section("revisions", _of(lambda e, q: tables.revisions(e.revisions, namespace=q.namespace))),
+)
+"""The page's sections in document order."""
+STACK_SECTIONS: tuple[Section, ...] = (HEADER, STACKS)
+"""/stacks/NS/NAME: whether to trust it, then the stack."""
+OBJECT = Section(("object",), ('<section id="object">', "</section>"), lambda state, query, now: ())
+"""/objects/...: filled by watcher.web.objects."""
+
+
+def _view(query: Query) -> tuple[Section, ...]:
+    return SECTIONS if query.stack is None else STACK_SECTIONS
 
 
 def page_parts(state: PageState, query: Query, *, now: datetime) -> list[Part]:
     """Every part of the view `query` asks for, in document order; `now` is the wall clock (to
     say how old the evaluation is). What the page renders and what the stream compares."""
-    return [part for section in _shown(state) for part in section.parts(state, query, now)]
+    return [part for section in _shown(state, query) for part in section.parts(state, query, now)]
 
 
-def _shown(state: PageState) -> list[Section]:
-    return [s for s in SECTIONS if s.always or state.evaluation is not None]
+def _shown(state: PageState, query: Query) -> list[Section]:
+    return [s for s in _view(query) if s.always or state.evaluation is not None]
+
+
+def found(state: PageState, query: Query) -> bool:
+    """Whether the view exists (a /stacks/NS/NAME view: whether that stack does)."""
+    if query.stack is None or state.evaluation is None:
+        return True
+    forest = state.stacks.forest() if state.stacks is not None else None
+    return forest is not None and forest.stack(query.stack) is not None
 
 
 def render_page(state: PageState, query: Query, *, now: datetime) -> bytes:
     """The whole page as UTF-8: the skeleton with `page_parts` in their containers."""
-    return render_parts(state, page_parts(state, query, now=now), now=now)
+    return render_parts(
+        _shown(state, query),
+        page_parts(state, query, now=now),
+        state=state,
+        title=_title(state, query),
+        now=now,
+        live=query.stack is None,
+    )
 
 
-def render_parts(state: PageState, parts: Iterable[Part], *, now: datetime) -> bytes:
-    """The skeleton with `parts` placed in their containers, in order; the freshness indicator
-    (outside every container: live.js keeps it) and the script that keeps the parts live."""
+def render_parts(
+    sections: Iterable[Section],
+    parts: Iterable[Part],
+    *,
+    state: PageState,
+    title: str,
+    now: datetime,
+    live: bool,
+) -> bytes:
+    """The skeleton of `sections` with `parts` placed in their containers, in order, after the
+    freshness indicator (outside every container: live.js keeps it); `live`: with the script
+    that keeps the parts live (the stream serves the views of `/`), else a plain meta refresh."""
     by_container: dict[str, list[str]] = {}
     for part in parts:
         by_container.setdefault(part.container, []).append(part.html)
+    body = [document_head(title, live=live), freshness.indicator(state.evaluation, state.status, now=now)]
+    for section in sections:
+        for markup, container in zip(section.markup, section.containers, strict=False):
+            body += [markup, *by_container.get(container, ())]
+        body.append(section.markup[-1])
+    script = [freshness.script_tag()] if live else []
+    return "\n".join([*body, *script, "</body></html>\n"]).encode()
+
+
+def render_object(state: PageState, parts: Iterable[Part], *, title: str, now: datetime) -> bytes:
+    """/objects/...: whether to trust it, then the object's `parts` (watcher.web.objects)."""
+    header = [*_trust(state, Query(), now)]
+    return render_parts(
+        (HEADER, OBJECT), [*header, *parts], state=state, title=f"stalewatch · {title}", now=now, live=False
+    )
+
+
+def _title(state: PageState, query: Query) -> str:
     roots = len(state.evaluation.roots) if state.evaluation is not None else 0
     title = f"stalewatch: {plural(roots, 'root cause')}" if roots else "stalewatch"
-    head = (
+    if query.stack is not None:
+        title = f"{title} · stack {query.stack.namespace}/{query.stack.name}"
+    return title
+
+
+def document_head(title: str, *, live: bool) -> str:
+    """Everything up to <body>: the meta refresh (only without scripts when the page is `live`)."""
+    refresh = f'<meta http-equiv="refresh" content="{REFRESH_SECONDS}">'
+    return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"{freshness.NOSCRIPT_REFRESH.format(seconds=REFRESH_SECONDS)}"
+        f"{freshness.NOSCRIPT_REFRESH.format(seconds=REFRESH_SECONDS) if live else refresh}"
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{escape(title)}</title><style>{PAGE_CSS}</style></head><body>"
     )
-    body = [head, freshness.indicator(state.evaluation, state.status, now=now)]
-    for section in _shown(state):
-        body += [section.opening, *by_container.get(section.container, ()), section.closing]
-    return "\n".join([*body, freshness.script_tag(), "</body></html>\n"]).encode()
+
+
+def stack_key(namespace: str, name: str) -> Key:
+    return Key(KUSTOMIZE_GROUP, "Kustomization", namespace, name)

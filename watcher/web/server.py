@@ -11,8 +11,10 @@
                     failed (`evaluation_error`), and the kinds stalewatch cannot see
                     (`forbidden_kinds`) or has not listed yet.
   /metrics          the model's and the watcher's metrics from one registry.
-  /                 the single-pane HTML view of all that (watcher.web.page); `?namespace=NS`
-                    filters its object and revision tables.
+  /                 the single-pane HTML view of all that (watcher.web.page): root causes,
+                    stacks, search (the query string: watcher.web.query), tables.
+  /stacks/NS/NAME   one stack's rows; /objects/KIND/NS/NAME (/objects/KIND/NAME when
+                    cluster-scoped) one object: conditions, owner chain, findings, Events.
   /api/v1/stream    the page's parts, live, as server-sent events (watcher.web.stream).
 
 It only renders: the evaluation and the telemetry come in, nothing here talks to the cluster.
@@ -30,7 +32,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -45,8 +48,19 @@ from watcher.generations import Generations
 from watcher.model.types import Evaluation
 from watcher.telemetry import Telemetry
 from watcher.web import stream
-from watcher.web.page import SECURITY_HEADERS, PageState, page_parts, render_page
+from watcher.web.objects import around_kinds, kind_key, not_found, object_parts
+from watcher.web.page import (
+    SECURITY_HEADERS,
+    STATIC_HEADERS,
+    PageState,
+    found,
+    page_parts,
+    render_object,
+    render_page,
+    stack_key,
+)
 from watcher.web.query import parse_query
+from watcher.web.stacks import Model, StacksCache
 
 EvaluationSource = Callable[[], Evaluation | None]
 
@@ -78,6 +92,7 @@ class DocumentCache:
 
 
 DOCUMENTS: web.AppKey[DocumentCache] = web.AppKey("documents", DocumentCache)
+STACKS: web.AppKey[StacksCache | None] = web.AppKey("stacks")
 
 EVERY_RESPONSE: dict[str, str] = {
     "Content-Security-Policy": (
@@ -139,13 +154,17 @@ def create_app(
     source: EvaluationSource,
     registry: CollectorRegistry,
     published: Generations | None = None,
+    model: Model | None = None,
 ) -> web.Application:
     """`source` returns the evaluation to serve (None before the first one); `published` is
     bumped with each new one (the live model's), which the stream waits on; without it the
-    stream serves the one evaluation there is, and heartbeats."""
+    stream serves the one evaluation there is, and heartbeats. `model` is the live model the
+    evaluations come from, whose objects the stacks and object pages read (without one they
+    say they cannot)."""
     app = hardened_app()
     app[TELEMETRY], app[SOURCE], app[REGISTRY] = telemetry, source, registry
     app[DOCUMENTS] = DocumentCache()
+    app[STACKS] = StacksCache(model) if model is not None else None
     stream.install(
         app,
         stream.StreamHub(
@@ -160,6 +179,9 @@ def create_app(
     app.router.add_get("/api/v1/findings", findings)
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/", index)
+    app.router.add_get("/stacks/{namespace}/{name}", stack)
+    app.router.add_get("/objects/{kind}/{namespace}/{name}", object_page)
+    app.router.add_get("/objects/{kind}/{name}", object_page)
     return app
 
 
@@ -224,18 +246,60 @@ async def metrics(request: web.Request) -> web.Response:
 async def index(request: web.Request) -> web.Response:
     state, query = page_state(request.app), parse_query(request.query)
     body = await asyncio.to_thread(render_page, state, query, now=datetime.now(UTC))
-    return web.Response(body=body, content_type="text/html", charset="utf-8", headers=SECURITY_HEADERS)
+    return _html(body)
+
+
+async def stack(request: web.Request) -> web.Response:
+    """/stacks/NS/NAME: one stack's rows (404 when no root Kustomization has that name)."""
+    root = stack_key(request.match_info["namespace"], request.match_info["name"])
+    state, query = page_state(request.app), replace(parse_query(request.query), stack=root)
+
+    def render() -> tuple[bool, bytes]:
+        return found(state, query), render_page(state, query, now=datetime.now(UTC))
+
+    exists, body = await asyncio.to_thread(render)
+    return _html(body, status=200 if exists else 404, headers=STATIC_HEADERS)
+
+
+async def object_page(request: web.Request) -> web.Response:
+    """/objects/KIND/NS/NAME, /objects/KIND/NAME (cluster-scoped): one object (404 when unknown)."""
+    kind, name = request.match_info["kind"], request.match_info["name"]
+    namespace = request.match_info.get("namespace", "")
+    key, state = kind_key(kind, namespace, name), page_state(request.app)
+    cache = request.app[STACKS]
+    around = cache.model.snapshot(around_kinds(key), namespace=namespace) if key and cache else None
+    now = datetime.now(UTC)
+
+    def render() -> tuple[int, bytes]:
+        parts = []
+        if key is not None and around is not None and state.evaluation is not None:
+            forest = state.stacks.forest() if state.stacks is not None else None
+            parts = object_parts(key, around, forest, state.evaluation, now=now)
+        status = 200 if parts else 404
+        if not parts:
+            visible = around is None or around.visible(kind)
+            parts = [not_found(key, kind, namespace, name, visible=visible)]
+        title = f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
+        return status, render_object(state, parts, title=title, now=now)
+
+    status, body = await asyncio.to_thread(render)
+    return _html(body, status=status, headers=STATIC_HEADERS)
+
+
+def _html(body: bytes, *, status: int = 200, headers: Mapping[str, str] = SECURITY_HEADERS) -> web.Response:
+    return web.Response(body=body, status=status, content_type="text/html", charset="utf-8", headers=headers)
 
 
 def page_state(app: web.Application) -> PageState:
     """What the page shows, taken on the event loop (consistent with the watches) for a
     renderer to use in a worker thread: the page and the stream both start here."""
-    telemetry = app[TELEMETRY]
+    telemetry, evaluation, cache = app[TELEMETRY], app[SOURCE](), app[STACKS]
     return PageState(
-        app[SOURCE](),
+        evaluation,
         watch_status(telemetry),
         objects=telemetry.objects(),
         load_errors=telemetry.malformed_now(),
+        stacks=cache.current(evaluation) if cache is not None else None,
     )
 
 
