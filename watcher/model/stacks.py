@@ -20,11 +20,11 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Protocol
 
-from watcher.model.flux import inventory, release_keys, revisions
+from watcher.model.flux import inventory, release_keys
 from watcher.model.graph import release_of
 from watcher.model.kinds import HELM_GROUP, KINDS, KUSTOMIZE_GROUP
 from watcher.model.kstatus import compute_status
-from watcher.model.objects import Key, condition, dig, newest_transition, transition
+from watcher.model.objects import Key, condition, dig, text, transition
 from watcher.model.revisions import same_revision
 from watcher.model.types import (
     ControllerHealth,
@@ -32,6 +32,7 @@ from watcher.model.types import (
     Finding,
     FindingType,
     ObjectHealth,
+    RevisionInfo,
     Severity,
     Status,
     Subject,
@@ -93,7 +94,6 @@ class Row:
     status: str = ""
     """kstatus' status of the object itself ("" when absent)."""
     since: datetime | None = None
-    source: Key | None = None
     revision: str = ""
     """The source's artifact revision ("" when unknown)."""
     applied: str = ""
@@ -273,6 +273,7 @@ class _Judge:
             if not rejection.evaluated:
                 self._rejected.setdefault(_key(rejection.subject), rejection.message)
         self._controllers = _reconcilers(evaluation.controllers)
+        self._revisions: dict[Key, RevisionInfo] = {_key(r.subject): r for r in evaluation.revisions}
 
     def row(self, key: Key, parent: Key | None, depth: int) -> Row:
         obj = self._snapshot.get(key)
@@ -282,25 +283,22 @@ class _Judge:
         if obj is None:
             verdict, reason = _absent(key, self._snapshot, parent)
             return Row(key, depth, parent, verdict, reason, reconciler=reconciler, findings=findings)
-        status = compute_status(obj, now=self._now)
-        verdict, reason = _verdict(
-            _Facts(status.status, status.reason, health, findings, self._rejected.get(key))
-        )
-        revs = revisions(obj, self._snapshot.get) if (key.group, key.kind) in APPLIERS else None
-        if revs is None:
-            revision = applied = attempted = ""
-        else:
-            revision, attempted = revs.revision, revs.attempted
-            applied = deployed_chart(obj) if key.kind == "HelmRelease" else revs.applied
+        # a GitOps object's kstatus and revisions are the model's own (rows.py); a workload's is read here
+        status, why = (health.status, health.reason) if health else _kstatus(obj, self._now)
+        verdict, reason = _verdict(_Facts(status, why, health, findings, self._rejected.get(key)))
+        revs = self._revisions.get(key)
+        revision, applied = (revs.revision, revs.applied_revision) if revs else ("", "")
+        if key.kind == "HelmRelease":
+            applied = deployed_chart(obj)
+        attempted = text(obj, "status", "lastAttemptedRevision") if revs else ""
         return Row(
             key,
             depth,
             parent,
             verdict,
             reason,
-            status=str(status.status),
-            since=transition(condition(obj, "Ready")) or newest_transition(obj),
-            source=revs.source if revs is not None else None,
+            status=str(status),
+            since=health.last_transition if health else transition(condition(obj, "Available")),
             revision=revision,
             applied=applied,
             skew=bool(revision and applied and not same_revision(revision, applied)),
@@ -314,6 +312,11 @@ class _Judge:
             return None
         found = self._controllers.get(name)
         return found or Reconciler(name, None, "no workload of it is visible", None, None)
+
+
+def _kstatus(obj: Mapping[str, Any], now: datetime) -> tuple[Status, str]:
+    found = compute_status(obj, now=now)
+    return found.status, found.reason
 
 
 @dataclass(frozen=True, slots=True)
