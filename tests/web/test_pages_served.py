@@ -58,6 +58,9 @@ async def get(url: str) -> tuple[int, str, dict[str, str]]:
         ),
         pytest.param("/stacks/flux-system/infra", 404, "Stacks", id="not-a-root-is-a-404"),
         pytest.param("/stacks/nowhere/none", 404, "Stacks", id="unknown-stack-404"),
+        pytest.param(
+            f"/stacks/x/{quote(HOSTILE, safe='')}?q={quote(HOSTILE)}", 404, "Stacks", id="hostile-stack"
+        ),
         pytest.param("/objects/Terraform/flux-system/vpc", 200, "Terraform flux-system/vpc", id="object"),
         pytest.param("/objects/Terraform/flux-system/gone", 404, "Not found", id="unknown-object-404"),
         pytest.param("/objects/Bogus/flux-system/x", 404, "Not found", id="unknown-kind-404"),
@@ -145,3 +148,14 @@ async def test_the_real_stalewatch_run_serves_the_stack_and_object_pages(
         )
         code, _ = await service.get(f"/objects/Terraform/{namespace}/missing")
         assert code == 404
+
+
+async def test_before_the_first_evaluation_an_object_page_says_it_cannot_tell_not_that_it_is_gone() -> None:
+    tofu = cluster(incident())
+    app = create_app(
+        telemetry=Telemetry(), source=lambda: None, registry=build_registry(lambda: None), model=tofu.model
+    )
+    async with TestServer(app) as server:
+        code, body, _ = await get(str(server.make_url("/objects/Terraform/flux-system/vpc")))
+    assert code == 503
+    assert parse(body).by_id("object-head").one("h2").text == "Not judged"

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.model.builders import crd, flux, git_repository, kustomization
+from tests.model.builders import crd, deployment, flux, git_repository, kustomization, pod
 from tests.web.cluster import HOSTILE, TOFU_IMAGE, Cluster, cluster, incident
 from tests.web.dom import Node
 from watcher.web.stacks import STACKS_PER_PAGE
@@ -239,3 +239,24 @@ def test_a_cluster_scoped_object_has_a_page() -> None:
         commands[0]
         == "kubectl describe customresourcedefinition.apiextensions.k8s.io terraforms.infra.contrib.fluxcd.io"
     )
+
+
+def test_a_pods_page_chains_it_through_its_workload_up_to_the_stack() -> None:
+    shop = cluster(
+        *flux(leases=False),
+        git_repository(),
+        kustomization("apps", inventory=["flux-system_web_apps_Deployment"]),
+        deployment("web"),
+        pod("web-7d9f-x2x4z", app="web"),
+    )
+    doc = shop.object("Pod", "flux-system", "web-7d9f-x2x4z")
+    assert doc is not None
+    assert [a.text for a in doc.by_id("object-chain").all("a")] == [
+        "Pod flux-system/web-7d9f-x2x4z",
+        "Deployment flux-system/web",
+        "Kustomization flux-system/apps",
+        "stack flux-system/apps",
+    ]
+    commands = doc.by_id("object-commands").one("pre").text.splitlines()
+    assert commands[0] == "kubectl describe pod web-7d9f-x2x4z -n flux-system"
+    assert commands[-1] == "kubectl logs -n flux-system web-7d9f-x2x4z --all-containers --previous"

@@ -61,7 +61,7 @@ def object_parts(
         ("object-head", _head(key, chain, evaluation, now=now)),
         ("object-conditions", _conditions(obj, now=now)),
         ("object-revisions", _revisions(key, obj, around) if (key.group, key.kind) in APPLIERS else ""),
-        ("object-chain", _owners(chain)),
+        ("object-chain", _owners(key, chain)),
         ("object-findings", _findings(findings)),
         ("object-events", _events(key, around, now=now)),
         ("object-commands", _commands(key, chain)),
@@ -78,6 +78,14 @@ def not_found(key: Key | None, kind: str, namespace: str, name: str, *, visible:
         text = f"No {describe(key)} in what stalewatch watches: it was deleted, or never existed."
     return Part(
         "object-head", "object", f'<div id="object-head"><h2>Not found</h2><p>{escape(text)}</p></div>'
+    )
+
+
+def unknown(why: str) -> Part:
+    """The page of an object stalewatch cannot look for (yet): never "not found"."""
+    text = f"Not judged: {why}, so stalewatch cannot say whether this object exists or how it is."
+    return Part(
+        "object-head", "object", f'<div id="object-head"><h2>Not judged</h2><p>{escape(text)}</p></div>'
     )
 
 
@@ -133,11 +141,15 @@ def _revisions(key: Key, obj: Mapping[str, Any], around: Snapshot) -> str:
     return "".join([*lines, "</table>"])
 
 
-def _owners(chain: Sequence[Row]) -> str:
+def _owners(key: Key, chain: Sequence[Row]) -> str:
+    """The object, then each parent up to its stack's root (a Pod: its workload's chain)."""
     if not chain:
         return "<h3>Owner chain</h3><p>Not in any stack: no Kustomization stalewatch sees applied it.</p>"
-    links = [f'<a href="{escape(object_href(r.key))}">{escape(describe(r.key))}</a>' for r in chain]
-    root = chain[-1].key
+    keys = [row.key for row in chain]
+    if keys[0] != key:
+        keys.insert(0, key)
+    links = [f'<a href="{escape(object_href(k))}">{escape(describe(k))}</a>' for k in keys]
+    root = keys[-1]
     stack = f'<a href="{escape(stack_href(root))}">stack {escape(root.namespace)}/{escape(root.name)}</a>'
     return f"<h3>Owner chain</h3><p>{' ← '.join(links)} ({stack})</p>"
 

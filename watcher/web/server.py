@@ -48,7 +48,7 @@ from watcher.generations import Generations
 from watcher.model.types import Evaluation
 from watcher.telemetry import Telemetry
 from watcher.web import stream
-from watcher.web.objects import around_kinds, kind_key, not_found, object_parts
+from watcher.web.objects import around_kinds, kind_key, not_found, object_parts, unknown
 from watcher.web.page import (
     SECURITY_HEADERS,
     STATIC_HEADERS,
@@ -262,7 +262,8 @@ async def stack(request: web.Request) -> web.Response:
 
 
 async def object_page(request: web.Request) -> web.Response:
-    """/objects/KIND/NS/NAME, /objects/KIND/NAME (cluster-scoped): one object (404 when unknown)."""
+    """/objects/KIND/NS/NAME, /objects/KIND/NAME (cluster-scoped): one object (404 when unknown,
+    503 while there is nothing to look in yet)."""
     kind, name = request.match_info["kind"], request.match_info["name"]
     namespace = request.match_info.get("namespace", "")
     key, state = kind_key(kind, namespace, name), page_state(request.app)
@@ -271,8 +272,11 @@ async def object_page(request: web.Request) -> web.Response:
     now = datetime.now(UTC)
 
     def render() -> tuple[int, bytes]:
+        if cache is None or state.evaluation is None:  # nothing to look in: not "not found"
+            why = "no live model behind this page" if cache is None else "no evaluation yet"
+            return 503, render_object(state, [unknown(why)], title=name, now=now)
         parts = []
-        if key is not None and around is not None and state.evaluation is not None:
+        if key is not None and around is not None:
             forest = state.stacks.forest() if state.stacks is not None else None
             parts = object_parts(key, around, forest, state.evaluation, now=now)
         status = 200 if parts else 404
