@@ -312,17 +312,22 @@ async def test_a_renderer_that_fails_ends_the_streams_instead_of_serving_old_row
         assert s.hub.clients == set()
 
 
-async def test_the_app_streams_the_pages_own_parts_for_the_pages_own_query() -> None:
-    """create_app's stream: the parts `/?namespace=web` renders, then the delta of an evaluation
-    whose reason is hostile, escaped as the page escapes it."""
-    board, telemetry = Board(), live_telemetry()
+def the_app(board: Board, telemetry: Telemetry) -> web.Application:
+    """The real app (create_app: the page's own parts) serving the incident published on `board`."""
     board.publish(incident())
-    app = create_app(
+    return create_app(
         telemetry=telemetry,
         source=lambda: board.latest,
         registry=CollectorRegistry(),
         published=board.published,
     )
+
+
+async def test_the_app_streams_the_pages_own_parts_for_the_pages_own_query() -> None:
+    """create_app's stream: the parts `/?namespace=web` renders, then the delta of an evaluation
+    whose reason is hostile, escaped as the page escapes it."""
+    board, telemetry = Board(), live_telemetry()
+    app = the_app(board, telemetry)
     async with TestServer(app) as server, aiohttp.ClientSession() as http:
         async with http.get(server.make_url("/?namespace=web")) as page:
             shown = parse(await page.text())
@@ -347,13 +352,7 @@ async def test_the_trust_banner_follows_the_watch_status_without_a_new_evaluatio
     """While the API server is unreachable the live model publishes nothing new (it serves the
     last evaluation, frozen): the banner part must still say so."""
     board, telemetry = Board(), live_telemetry()
-    board.publish(incident())
-    app = create_app(
-        telemetry=telemetry,
-        source=lambda: board.latest,
-        registry=CollectorRegistry(),
-        published=board.published,
-    )
+    app = the_app(board, telemetry)
     async with (
         TestServer(app) as server,
         aiohttp.ClientSession() as http,
