@@ -9,11 +9,12 @@ step saves a screenshot under test-artifacts/ (git ignores it).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.async_api import Page
+from playwright.async_api import Dialog, Page
 
 from tests.app.test_incidents import THRESHOLDS, TOFU_IMAGE, Expect
 from tests.controlplane.harness import ControlPlane
@@ -31,6 +32,7 @@ OLD_IMAGE = "ghcr.io/flux-iac/tofu-controller:v0.15.1"
 OLD_HASH, NEW_HASH = "7c6d5b4a3", "5d4f8b7c9"
 HOSTILE = "<img src=x onerror=alert(1)>"
 REVISION = "main@sha1:3f9c2e1d" + "0" * 32
+WEB_REVISION = "main@sha1:9e8d7c6b" + "1" * 32
 RED = "rgb(197, 34, 31)"
 
 
@@ -92,7 +94,8 @@ def applied_by(ns: str, stack: str) -> dict[str, str]:
 
 def gitops(ns: str) -> list[Any]:
     """A root Kustomization `infra` that applies two Terraforms and the `apps` Kustomization
-    (which waits for them), and a healthy `web` stack beside it; all at REVISION."""
+    (which waits for them), all at REVISION; and a healthy `web` stack beside it at
+    WEB_REVISION, from a source of its own."""
     source = {"kind": "GitRepository", "name": "infra"}
     at = {"lastAppliedRevision": REVISION}
     terraforms = [
@@ -127,7 +130,20 @@ def gitops(ns: str) -> list[Any]:
         ),
         *terraforms,
         apps,
-        flux("Kustomization", ns, "web", spec={"sourceRef": source}, status=ready(**at)),
+        flux(
+            "GitRepository",
+            ns,
+            "web",
+            spec={"url": "https://git.example/web"},
+            status=ready(artifact={"revision": WEB_REVISION, "lastUpdateTime": "2026-12-01T00:00:00Z"}),
+        ),
+        flux(
+            "Kustomization",
+            ns,
+            "web",
+            spec={"sourceRef": {"kind": "GitRepository", "name": "web"}},
+            status=ready(lastAppliedRevision=WEB_REVISION),
+        ),
     ]
 
 
@@ -178,6 +194,26 @@ async def contents(page: Page, selector: str) -> list[str]:
     return found
 
 
+async def stack_rows(page: Page) -> dict[str, str]:
+    """The stacks' rows, read in one go: first cell (the object) -> second (its verdict)."""
+    found: dict[str, str] = await page.eval_on_selector_all(
+        "#stacks-rows tr",
+        "trs => Object.fromEntries(trs.filter(tr => tr.cells.length > 1)"
+        ".map(tr => [tr.cells[0].textContent.trim(), tr.cells[1].textContent.trim()]))",
+    )
+    return found
+
+
+def dismissed(tab: Watched) -> Callable[[Dialog], Awaitable[None]]:
+    """A dialog handler for one more page of the tab's context: recorded as the tab's own."""
+
+    async def on_dialog(dialog: Dialog) -> None:
+        tab.dialogs.append(dialog.message)
+        await dialog.dismiss()
+
+    return on_dialog
+
+
 async def screenshot(page: Page, artifacts: Path, name: str) -> None:
     await page.screenshot(path=artifacts / f"pane-v2-{name}.png", full_page=True)
 
@@ -214,7 +250,7 @@ async def test_the_single_pane_v2_in_chromium(
             await until_no_problem(problem, within=10, what="the outage served as one root")
             page = tab.page
             navigations: list[str] = []
-            response = await page.goto(service.url + "/")
+            response = await page.goto(f"{service.url}/?open={ns}/infra")
             assert response is not None
             assert response.status == 200
             page.on("framenavigated", lambda frame: navigations.append(frame.url))
@@ -233,6 +269,25 @@ async def test_the_single_pane_v2_in_chromium(
             assert await page.locator("img").count() == 0
             await screenshot(page, artifacts, "incident")
 
+            # the condition message the cluster wrote (`apps`' Ready) as text on the object's page
+            other = await page.context.new_page()
+            other.on("dialog", dismissed(tab))
+            shown_object = await other.goto(f"{service.url}/objects/Kustomization/{ns}/apps")
+            assert shown_object is not None
+            assert shown_object.status == 200
+            messages = await contents(other, "#object-conditions td.message")
+            assert messages == [f"dependency '{ns}/vpc' is not ready: {HOSTILE}"]
+            assert await other.locator("img").count() == 0
+            assert tab.dialogs == []
+            await screenshot(other, artifacts, "condition-message")
+            await other.close()
+
+            # the stack tree: its Terraform objects stale, never their cached Ready
+            tree = await stack_rows(page)
+            assert tree[f"Terraform {ns}/vpc"].startswith("stale"), tree
+            assert tree[f"Terraform {ns}/dns"].startswith("stale"), tree
+            await screenshot(page, artifacts, "stack-tree")
+
             # a status changed in the API server appears on the open page, without a reload
             web = {
                 "apiVersion": API["Kustomization"],
@@ -249,6 +304,16 @@ async def test_the_single_pane_v2_in_chromium(
             assert navigations == []
             assert await page.evaluate("() => window.sameDocument === true")
             await screenshot(page, artifacts, "live-change")
+
+            # the search box finds an object by a revision prefix (a GET form: a navigation)
+            await page.locator("input[name=q]").fill(WEB_REVISION.removeprefix("main@sha1:")[:7])
+            async with page.expect_navigation():
+                await page.get_by_role("button", name="Search").click()
+            found = await stack_rows(page)
+            assert f"Kustomization {ns}/web" in found, found
+            assert f"Terraform {ns}/vpc" not in found, found
+            await screenshot(page, artifacts, "search")
+            navigations.clear()
 
             assert tab.dialogs == []
             assert_nothing_executed(tab, service.url)
