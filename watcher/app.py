@@ -26,6 +26,7 @@ from watcher.telemetry import Telemetry
 from watcher.terminal import complain
 from watcher.tracing import TracingUnavailable, configure_tracing
 from watcher.web import server
+from watcher.web.timeline import TIMELINE
 
 log = get_logger("app")
 
@@ -94,7 +95,9 @@ class Runtime:
         config = build_model_config(settings)
         self.settings = settings
         self.telemetry = Telemetry()
-        self.live = LiveModel(config, self.telemetry, debounce=debounce, tick=tick)
+        self.live = LiveModel(
+            config, self.telemetry, debounce=debounce, tick=tick, timeline_entries=settings.timeline_entries
+        )
         self.watcher = ClusterWatcher(
             api,
             self.live,
@@ -112,6 +115,7 @@ class Runtime:
             published=self.live.published,
             model=self.live.model,
         )
+        self.app[TIMELINE] = self.live.timeline
         self._runner: web.AppRunner | None = None
         self._evaluator: asyncio.Task[None] | None = None
 

@@ -212,6 +212,8 @@ class Settings(BaseSettings):
     log_level: LogLevel = "info"
     log_format: LogFormat = "json"  # what `run` writes: one object per line for log pipelines
     otel_exporter: OtelExporter = "none"
+    timeline_entries: int = Field(default=2000, ge=100, le=100_000)
+    """How many changes `run` keeps for /api/v1/timeline and the page (oldest dropped first)."""
 
     @field_validator("severities", mode="before")
     @classmethod

@@ -36,6 +36,8 @@ from watcher.generations import Generations
 from watcher.kube.resources import Resource
 from watcher.logs import fields, get_logger
 from watcher.model.engine import HealthModel
+from watcher.model.timeline import Entry, Timeline
+from watcher.model.transitions import Transitions
 from watcher.model.types import Evaluation, ModelConfig, Rejection
 from watcher.telemetry import Telemetry
 from watcher.tracing import tracer
@@ -131,9 +133,13 @@ class LiveModel:
         tick: float = 1.0,
         clock: Callable[[], datetime] = _utc_now,
         longest: float = 0.5,
+        timeline_entries: int = 2000,
     ) -> None:
-        """`longest`: the most a change waits for its pass under churn (see Pacing)."""
+        """`longest`: the most a change waits for its pass under churn (see Pacing);
+        `timeline_entries`: how many changes `timeline` keeps."""
         self.model = HealthModel(config)
+        self.timeline = Timeline(limit=timeline_entries)
+        self._transitions = Transitions(config.controllers, stored=self.model.stored)
         self.latest: Evaluation | None = None
         self.published = Generations()
         """Bumped with each new `latest` (the live stream waits on it)."""
@@ -150,13 +156,19 @@ class LiveModel:
     # -- Sink ------------------------------------------------------------------------------
 
     def upsert(self, resource: Resource, obj: Mapping[str, Any]) -> None:
-        self._apply("upsert", resource, obj, lambda: self.model.upsert(obj, now=self._clock()))
+        now = self._clock()
+        if self._transitions.follows(resource.group, resource.kind):  # never a Pod
+            self._record(lambda: self._transitions.upserted(obj, now=now))
+        self._apply("upsert", resource, obj, lambda: self.model.upsert(obj, now=now))
 
     def delete(self, resource: Resource, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        self._transitions.deleted(resource.group, resource.kind, meta.get("namespace", ""), meta["name"])
         self._apply("delete", resource, obj, lambda: self.model.delete(obj, now=self._clock()))
 
     def retain(self, resource: Resource, keys: set[tuple[str, str]]) -> None:
         now = self._clock()
+        self._transitions.listed(resource.group, resource.kind, keys)
         self._apply(
             "retain",
             resource,
@@ -180,6 +192,13 @@ class LiveModel:
     def notify(self) -> None:
         self._dirty.set()
 
+    def _record(self, changes: Callable[[], list[Entry]]) -> None:
+        """Onto the timeline; a failure there loses an entry, never the change or the evaluation."""
+        try:
+            self.timeline.extend(changes())
+        except Exception:
+            log.exception("the timeline failed on a change; skipped it")
+
     # -- Evaluation ------------------------------------------------------------------------
 
     def evaluate(self) -> Evaluation | None:
@@ -199,6 +218,10 @@ class LiveModel:
             self._count_rejected(evaluation.rejected)
         evaluation = self._with_unreadable(evaluation)
         self.latest = evaluation
+        telemetry = self._telemetry
+        self._record(
+            lambda: self._transitions.evaluated(evaluation, synced=telemetry.synced, blind=telemetry.blind())
+        )
         self.published.bump()
         if not self.collections.frozen and self._telemetry.synced:
             self.collections.freeze()

@@ -129,6 +129,11 @@ class HealthModel:
         if self._rejections:
             self._reject(key, "u", [])
 
+    def stored(self, key: Key) -> Mapping[str, Any] | None:
+        """The version of an object the model holds, blind or not: what an upsert replaces
+        (the timeline compares the two, transitions.py)."""
+        return self._store.raw(key)
+
     def _reject(self, key: Key, step: str, rejections: list[Rejection]) -> None:
         """Record what `step` set aside of this object (nothing: forget what it did before)."""
         if rejections:

@@ -113,7 +113,10 @@ KEPT_ANNOTATIONS = (
     "meta.helm.sh/",
     "helm.toolkit.fluxcd.io/",
     "kustomize.toolkit.fluxcd.io/",
+    "deployment.kubernetes.io/revision",
 )
+"""Annotation prefixes kept; the rest is dropped. A ReplicaSet's revision (its Deployment's rollout
+number) dates and orders image changes (transitions.py)."""
 
 CONDITION = Obj(
     {

@@ -47,7 +47,7 @@ from watcher.export.report import summary
 from watcher.generations import Generations
 from watcher.model.types import Evaluation
 from watcher.telemetry import Telemetry
-from watcher.web import stream
+from watcher.web import stream, timeline
 from watcher.web.objects import around_kinds, kind_key, not_found, object_parts, unknown
 from watcher.web.page import (
     SECURITY_HEADERS,
@@ -177,6 +177,7 @@ def create_app(
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/api/v1/findings", findings)
+    app.router.add_get("/api/v1/timeline", timeline.timeline)
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/", index)
     app.router.add_get("/stacks/{namespace}/{name}", stack)

@@ -1,0 +1,149 @@
+"""What changed: a bounded, in-memory timeline of the live model's own transitions.
+
+On-call asks "what changed before it broke?" before anything else. The live model already sees
+every change it is fed and every conclusion it draws, so it records the few transitions that
+answer that (see transitions.py for how each is derived): a root cause opened or resolved, a
+controller down or up, a revision applied, Ready flipped, a Deployment's image changed.
+
+Bounded: the newest `limit` entries are kept, the oldest dropped first, and how many were
+dropped is said (a timeline that lost its start must not look like a quiet past). In memory
+only: a restarted stalewatch starts an empty timeline, it never invents history.
+
+Pure, like the rest of the model: every entry carries the time it was given, never the clock's.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from watcher.model.kinds import CONTROLLER_WORKLOADS
+from watcher.model.types import Subject, rfc3339
+
+
+class Change(StrEnum):
+    """The transitions recorded, from a FIXED set (the `type` of an entry)."""
+
+    FINDING_OPENED = "finding_opened"
+    FINDING_RESOLVED = "finding_resolved"
+    CONTROLLER_DOWN = "controller_down"
+    CONTROLLER_UP = "controller_up"
+    REVISION_APPLIED = "revision_applied"
+    READY_CHANGED = "ready_changed"
+    IMAGE_CHANGED = "image_changed"
+
+
+FINDING_CHANGES = frozenset({Change.FINDING_OPENED, Change.FINDING_RESOLVED})
+"""Entries about the model's conclusions; the others are changes in the cluster it concluded from."""
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One transition: when, on what, from what to what, said in one line.
+
+    `controller` is the configured controller the subject is (a controller workload) or that
+    reconciles it (a GitOps object), when known. `details` holds what one type adds: the finding
+    id, the ReplicaSet and its revision, the command that undoes a rollout.
+    """
+
+    at: datetime
+    type: Change
+    subject: Subject
+    controller: str | None
+    before: str
+    after: str
+    message: str
+    details: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def path(self) -> str:
+        """KIND/NAMESPACE/NAME, what `?subject=` matches (a prefix of it)."""
+        return subject_path(self.subject)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape of one entry of `/api/v1/timeline`."""
+        return {
+            "time": rfc3339(self.at),
+            "type": str(self.type),
+            "subject": dict(self.subject),
+            "controller": self.controller,
+            "before": self.before,
+            "after": self.after,
+            "message": self.message,
+            "details": dict(self.details),
+        }
+
+
+def subject_path(subject: Subject) -> str:
+    return f"{subject['kind']}/{subject['namespace']}/{subject['name']}"
+
+
+class Timeline:
+    """The newest `limit` entries, oldest first in memory, handed out newest first."""
+
+    def __init__(self, *, limit: int) -> None:
+        self.limit = limit
+        self._entries: deque[Entry] = deque(maxlen=limit)
+        self.dropped = 0
+        """Entries dropped to stay within `limit` since the process started."""
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def extend(self, entries: Iterable[Entry]) -> None:
+        for entry in entries:
+            if len(self._entries) == self.limit:
+                self.dropped += 1
+            self._entries.append(entry)
+
+    @property
+    def oldest(self) -> datetime | None:
+        """When the oldest entry kept happened (None when empty)."""
+        return self._entries[0].at if self._entries else None
+
+    def newest_first(self) -> list[Entry]:
+        """A copy, so a renderer in another thread reads a list no event changes under it."""
+        return list(reversed(self._entries))
+
+    def query(self, *, since: datetime | None = None, subject: str = "", limit: int) -> list[Entry]:
+        """Newest first: at most `limit` entries at or after `since` whose KIND/NAMESPACE/NAME
+        starts with `subject`."""
+        found: list[Entry] = []
+        for entry in reversed(self._entries):
+            if len(found) == limit:
+                break
+            if since is not None and entry.at < since:
+                continue  # insertion order is time order unless the clock stepped back: look at all
+            if subject and not entry.path.startswith(subject):
+                continue
+            found.append(entry)
+        return found
+
+
+def preceding(
+    entries: Sequence[Entry], *, subjects: Iterable[Subject], controller: str | None, limit: int
+) -> list[Entry]:
+    """The changes in the cluster that came before a root cause: on its subject, or on the
+    workload of the controller that reconciles it (`controller`, its image and its up/down),
+    newest first (`entries` are), at most `limit`. The root's own findings are not changes
+    that preceded it: the card says when it started."""
+    paths = {subject_path(s) for s in subjects}
+    found: list[Entry] = []
+    for entry in entries:
+        if entry.type in FINDING_CHANGES:
+            continue
+        # a workload's entry names the controller it IS; a GitOps object's, the one reconciling it
+        on_controller = (
+            controller is not None
+            and entry.controller == controller
+            and entry.subject["kind"] in CONTROLLER_WORKLOADS
+        )
+        if on_controller or entry.path in paths:
+            found.append(entry)
+            if len(found) == limit:
+                break
+    return found
