@@ -32,6 +32,7 @@ async def url() -> AsyncIterator[str]:
         pytest.param("GET", "/", 200, id="page"),
         pytest.param("GET", "/metrics", 200, id="metrics"),
         pytest.param("GET", "/api/v1/findings", 200, id="findings"),
+        pytest.param("GET", "/api/v1/timeline", 503, id="timeline-not-kept"),
         pytest.param("GET", "/healthz", 200, id="healthz"),
         pytest.param("GET", "/readyz", 503, id="readyz"),
         pytest.param("GET", "/nothing-here", 404, id="not-found"),

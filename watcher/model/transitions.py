@@ -406,12 +406,12 @@ class Transitions:
             if not synced:
                 self._last = None
             return []
-        entries: list[Entry] = []
+        entries: list[Entry] = []  # causes before what they caused: the controllers, then the roots
+        if evaluation.controllers is not last.controllers:
+            entries += controller_changes(last.controllers, evaluation.controllers, now=evaluation.now)
         if evaluation.findings is not last.findings:
             found, self._open = finding_changes(last, evaluation, open_before=self._open, blind=blind)
             entries += found
-        if evaluation.controllers is not last.controllers:
-            entries += controller_changes(last.controllers, evaluation.controllers, now=evaluation.now)
         return entries
 
     def _reconciler(self, group: str, kind: str) -> str | None:
