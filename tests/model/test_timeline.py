@@ -355,9 +355,11 @@ def test_nothing_is_recorded_before_every_kind_is_synced() -> None:
     rig.telemetry.kind("", "Event").synced = False  # a kind still in its initial list
     rig.change(*tofu_down())
     assert [e.type for e in rig.entries()] == []  # the object changes go on; the verdicts wait
+    assert rig.live.timeline.comparing_since is None
     rig.telemetry.kind("", "Event").synced = True
     rig.change()
     assert rig.entries() == []  # the first synced evaluation is the baseline, not a change
+    assert rig.live.timeline.comparing_since == rig.now
 
 
 def test_the_timeline_keeps_the_newest_and_counts_what_it_dropped() -> None:

@@ -222,6 +222,7 @@ class LiveModel:
         self._record(
             lambda: self._transitions.evaluated(evaluation, synced=telemetry.synced, blind=telemetry.blind())
         )
+        self.timeline.comparing_since = self._transitions.comparing_since
         self.published.bump()
         if not self.collections.frozen and self._telemetry.synced:
             self.collections.freeze()

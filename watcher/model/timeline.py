@@ -90,6 +90,9 @@ class Timeline:
         self._entries: deque[Entry] = deque(maxlen=limit)
         self.dropped = 0
         """Entries dropped to stay within `limit` since the process started."""
+        self.comparing_since: datetime | None = None
+        """From when evaluations are compared (root causes, controllers): the first evaluation
+        after every kind was listed. None until then: what is open then was open before."""
 
     def __len__(self) -> int:
         return len(self._entries)

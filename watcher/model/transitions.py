@@ -332,6 +332,8 @@ class Transitions:
         self._workloads: dict[tuple[str, str, str], str] = {}
         """Controller workloads (kind, namespace, name) -> the controller they are."""
         self._running: set[str] = set()
+        self.comparing_since: datetime | None = None
+        """The time of the evaluation the next is compared with first (None: none yet)."""
         self._reconcilers: dict[tuple[str, str], list[str]] = {}
 
     def follows(self, group: str, kind: str) -> bool:
@@ -405,6 +407,7 @@ class Transitions:
             self._open = {f.id for f in evaluation.findings}
             if not synced:
                 self._last = None
+            self.comparing_since = evaluation.now if synced else None
             return []
         entries: list[Entry] = []  # causes before what they caused: the controllers, then the roots
         if evaluation.controllers is not last.controllers:

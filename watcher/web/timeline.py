@@ -8,7 +8,9 @@
 A parameter it cannot read, or does not know, is a 400 whose JSON body names it in one line:
 a typo must not silently widen the answer. The summary says how many entries the timeline
 keeps and how many it dropped, and whether the answer is `complete`: an answer reaching back
-past the oldest entry kept, after some were dropped, is missing its start and says so.
+past the oldest entry kept, after some were dropped, is missing its start and says so;
+`comparing_since` says from when root causes and controllers are compared (null: not yet, the
+watches are still listing), since what was open then was open before stalewatch looked.
 
 The app carries the timeline under TIMELINE (the live Runtime sets it); an app without one
 answers 503, never an empty timeline it did not keep.
@@ -109,6 +111,7 @@ def timeline_document(timeline: Timeline, *, now: datetime, **query: Any) -> byt
             "dropped": timeline.dropped,
             "oldest": rfc3339(oldest),
             "complete": complete,
+            "comparing_since": rfc3339(timeline.comparing_since),
         },
     }
     return orjson.dumps(document, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
