@@ -14,6 +14,7 @@ Pure, like the rest of the model: every entry carries the time it was given, nev
 
 from __future__ import annotations
 
+import bisect
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,7 +23,8 @@ from enum import StrEnum
 from typing import Any
 
 from watcher.model.kinds import CONTROLLER_WORKLOADS
-from watcher.model.types import Subject, rfc3339
+from watcher.model.objects import group_of
+from watcher.model.types import Finding, ObjectHealth, Subject, rfc3339
 
 
 class Change(StrEnum):
@@ -108,6 +110,10 @@ class Timeline:
         """When the oldest entry kept happened (None when empty)."""
         return self._entries[0].at if self._entries else None
 
+    def snapshot(self) -> Snapshot:
+        """What a view renders, taken at once on the event loop (a renderer may run in a thread)."""
+        return Snapshot(self.newest_first(), dropped=self.dropped, comparing_since=self.comparing_since)
+
     def newest_first(self) -> list[Entry]:
         """A copy, so a renderer in another thread reads a list no event changes under it."""
         return list(reversed(self._entries))
@@ -125,6 +131,40 @@ class Timeline:
                 continue
             found.append(entry)
         return found
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """The timeline at one moment: its entries newest first, and what it cannot show."""
+
+    entries: Sequence[Entry]
+    dropped: int = 0
+    comparing_since: datetime | None = None
+
+
+def reconciler_of(subject: Subject, objects: Sequence[ObjectHealth]) -> str | None:
+    """The controller the model says reconciles `subject`, from an Evaluation's objects (which the
+    model keeps in key order, so this is a bisection, not a scan); None for a non-GitOps subject."""
+    key = (group_of(subject["apiVersion"]), subject["kind"], subject["namespace"], subject["name"])
+    index = bisect.bisect_left(objects, key, key=_health_key)
+    if index < len(objects) and _health_key(objects[index]) == key:
+        return objects[index].controller
+    return None
+
+
+def _health_key(health: ObjectHealth) -> tuple[str, str, str, str]:
+    s = health.subject
+    return group_of(s["apiVersion"]), s["kind"], s["namespace"], s["name"]
+
+
+def root_changes(
+    root: Finding, objects: Sequence[ObjectHealth], entries: Sequence[Entry], *, limit: int
+) -> list[Entry]:
+    """The changes that preceded a root cause: on its subject and on its controller's workload
+    (the controller named in its evidence, else the one reconciling its subject)."""
+    named = root.evidence.get("controller")
+    controller = named if isinstance(named, str) else reconciler_of(root.subject, objects)
+    return preceding(entries, subjects=[root.subject], controller=controller, limit=limit)
 
 
 def preceding(

@@ -131,7 +131,7 @@ def image_changed(
         controller=controller,
         before=", ".join(_labelled(name, old.get(name), named) for name in changed),
         after=", ".join(_labelled(name, new.get(name), named) for name in changed),
-        message=f"{describe(subject)}: {said} (ReplicaSet revision {after.revision}); undo: {undo}",
+        message=f"{describe(subject)}: {said} (ReplicaSet revision {after.revision})",
         details={
             "replicaset": after.replicaset,
             "revision": str(after.revision),

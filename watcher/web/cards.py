@@ -25,7 +25,9 @@ from watcher.export.report import (
     symptom_tags,
 )
 from watcher.model.objects import describe, format_age
+from watcher.model.timeline import Snapshot
 from watcher.model.types import Evaluation, Finding, Rejection, Severity, rfc3339
+from watcher.web.changes import preceding_block
 from watcher.web.html import more, part_id, row, since
 from watcher.web.parts import Part
 
@@ -87,8 +89,9 @@ def _banners(status: Mapping[str, Any]) -> Iterable[tuple[str, str]]:
         yield "stale", "Cannot see (403 Forbidden, not judged): " + ", ".join(forbidden)
 
 
-def roots(evaluation: Evaluation, *, objects: int) -> Iterable[Part]:
-    """The summary line, then one card per root (most severe first), then how many more."""
+def roots(evaluation: Evaluation, *, objects: int, changes: Snapshot | None = None) -> Iterable[Part]:
+    """The summary line, then one card per root (most severe first), then how many more; each
+    card with the `changes` that preceded it when the server keeps a timeline."""
     found, symptoms = sorted_roots(evaluation)
     rejected = evaluation.rejected
     if not found and not objects:
@@ -102,9 +105,9 @@ def roots(evaluation: Evaluation, *, objects: int) -> Iterable[Part]:
     yield Part("roots-summary", "roots", f'<div id="roots-summary">{summary}</div>')
     for root in found[:MAX_ROOTS]:
         ident = root_part_id(root)
-        yield Part(
-            ident, "roots", "".join(_root(root, symptoms.get(root.id, []), ident=ident, now=evaluation.now))
-        )
+        before = preceding_block(root, evaluation, changes, now=evaluation.now) if changes is not None else ""
+        card = _root(root, symptoms.get(root.id, []), ident=ident, now=evaluation.now, before=before)
+        yield Part(ident, "roots", "".join(card))
     if len(found) > MAX_ROOTS:
         text = "".join(more(len(found) - MAX_ROOTS, "root causes (all in the findings JSON)"))
         yield Part("roots-more", "roots", f'<div id="roots-more">{text}</div>')
@@ -119,7 +122,9 @@ def root_card_id(finding_id: str) -> str:
     return part_id("root", finding_id)
 
 
-def _root(root: Finding, symptoms: list[Finding], *, ident: str, now: datetime) -> Iterable[str]:
+def _root(
+    root: Finding, symptoms: list[Finding], *, ident: str, now: datetime, before: str = ""
+) -> Iterable[str]:
     severity = escape(str(root.severity))
     when = f"since {since(root.since, now)}" if root.since else "since unknown"
     yield f'<article class="finding {severity}" id="{ident}">'
@@ -128,6 +133,7 @@ def _root(root: Finding, symptoms: list[Finding], *, ident: str, now: datetime) 
         f'<span class="subject">{escape(describe(root.subject))}</span></h3>'
     )
     yield f'<p class="since">{escape(when)}</p><p class="message">{escape(root.message)}</p>'
+    yield before  # the changes that preceded it (escaped markup), "" without a timeline
     own, tags = symptom_tags(root, symptoms)
     if own:
         yield f"<p>Also on this object: {escape(', '.join(own))}</p>"

@@ -29,11 +29,13 @@ from watcher.export.report import plural
 from watcher.model.kinds import KUSTOMIZE_GROUP
 from watcher.model.objects import Key
 from watcher.model.stacks import Verdict
+from watcher.model.timeline import Snapshot
 from watcher.model.types import Evaluation
 from watcher.web import cards, freshness, stacks, tables
 from watcher.web.cards import MAX_AFFECTED as MAX_AFFECTED
 from watcher.web.cards import MAX_ROOTS as MAX_ROOTS
 from watcher.web.cards import MAX_ROWS as MAX_ROWS
+from watcher.web.changes import changes_parts
 from watcher.web.html import row as row
 from watcher.web.parts import Part
 from watcher.web.query import Query, slug
@@ -72,6 +74,7 @@ a.toggle{text-decoration:none;display:inline-block;width:1.2em}.cached{color:#5f
 .d5{padding-left:6em}.d6{padding-left:7.2em}.d7{padding-left:8.4em}.d8{padding-left:9.6em}
 span[class^=d]{display:inline-block}form.search{margin:.4em 0}form.search input[type=search]{width:28em}
 form.search label{margin-right:.6em}pre.cmd{background:#f1f3f4;padding:.4em .8em;white-space:pre-wrap}
+ul.changes{list-style:none;padding-left:0}.change time{font-family:monospace}code{background:#f1f3f4}
 """
 
 
@@ -111,6 +114,8 @@ class PageState:
     """How many it skipped as malformed."""
     stacks: Stacks | None = None
     """The evaluation's stacks (None: no live model behind this page)."""
+    changes: Snapshot | None = None
+    """The live model's timeline (None: this server keeps none): recent changes, root cards."""
 
 
 PartsOf = Callable[[PageState, Query, datetime], Iterable[Part]]
@@ -149,7 +154,11 @@ def _of(build: Callable[[Evaluation, Query], Iterable[Part]]) -> PartsOf:
 
 def _roots(state: PageState, query: Query, now: datetime) -> Iterable[Part]:
     assert state.evaluation is not None
-    return cards.roots(state.evaluation, objects=state.objects)
+    return cards.roots(state.evaluation, objects=state.objects, changes=state.changes)
+
+
+def _changes(state: PageState, query: Query, now: datetime) -> Iterable[Part]:
+    return changes_parts(state.changes, now=now)
 
 
 def _stacks(state: PageState, query: Query, now: datetime) -> Iterable[Part]:
@@ -209,6 +218,7 @@ STACKS = Section(
 SECTIONS: tuple[Section, ...] = (
     HEADER,
     _section("roots", _roots, "<h2>Root causes</h2>"),
+    _section("changes", _changes),
     STACKS,
     _section("rejected", _of(lambda e, q: cards.rejected(e.rejected))),
     _section("controllers", _of(lambda e, q: tables.controllers(e.controllers, now=e.now))),

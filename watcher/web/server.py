@@ -10,6 +10,7 @@
                     whether the data is live: `up`, `synced`, `stale`, why the last evaluation
                     failed (`evaluation_error`), and the kinds stalewatch cannot see
                     (`forbidden_kinds`) or has not listed yet.
+  /api/v1/timeline  what changed, newest first (watcher.web.timeline; docs/web.md#timeline).
   /metrics          the model's and the watcher's metrics from one registry.
   /                 the single-pane HTML view of all that (watcher.web.page): root causes,
                     stacks, search (the query string: watcher.web.query), tables.
@@ -305,6 +306,7 @@ def page_state(app: web.Application) -> PageState:
         objects=telemetry.objects(),
         load_errors=telemetry.malformed_now(),
         stacks=cache.current(evaluation) if cache is not None else None,
+        changes=timeline.snapshot_of(app),
     )
 
 

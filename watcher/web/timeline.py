@@ -28,7 +28,7 @@ from aiohttp import web
 from multidict import MultiMapping
 
 from watcher.model.objects import parse_duration, parse_time
-from watcher.model.timeline import Timeline
+from watcher.model.timeline import Snapshot, Timeline
 from watcher.model.types import rfc3339
 
 TIMELINE: web.AppKey[Timeline] = web.AppKey("timeline", Timeline)
@@ -115,6 +115,12 @@ def timeline_document(timeline: Timeline, *, now: datetime, **query: Any) -> byt
         },
     }
     return orjson.dumps(document, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+
+
+def snapshot_of(app: web.Application) -> Snapshot | None:
+    """The app's timeline as a view renders it (None when it keeps none), taken on the event loop."""
+    kept = app.get(TIMELINE)
+    return kept.snapshot() if kept is not None else None
 
 
 def _error(status: int, message: str) -> web.Response:
