@@ -36,7 +36,7 @@ from watcher.generations import Generations
 from watcher.kube.resources import Resource
 from watcher.logs import fields, get_logger
 from watcher.model.engine import HealthModel
-from watcher.model.timeline import Entry, Timeline
+from watcher.model.timeline import Timeline
 from watcher.model.transitions import Transitions
 from watcher.model.types import Evaluation, ModelConfig, Rejection
 from watcher.telemetry import Telemetry
@@ -157,9 +157,14 @@ class LiveModel:
 
     def upsert(self, resource: Resource, obj: Mapping[str, Any]) -> None:
         now = self._clock()
+        failed: Exception | None = None
         if self._transitions.follows(resource.group, resource.kind):  # never a Pod
-            self._record(lambda: self._transitions.upserted(obj, now=now))
-        self._apply("upsert", resource, obj, lambda: self.model.upsert(obj, now=now))
+            try:  # before the model replaces the version it is compared with
+                self.timeline.extend(self._transitions.upserted(obj, now=now))
+            except Exception as error:
+                failed = error
+        if self._apply("upsert", resource, obj, lambda: self.model.upsert(obj, now=now)) and failed:
+            log.error("the timeline failed on a change; skipped it", exc_info=failed)
 
     def delete(self, resource: Resource, obj: dict[str, Any]) -> None:
         meta = obj["metadata"]
@@ -178,7 +183,8 @@ class LiveModel:
 
     def _apply(
         self, what: str, resource: Resource, obj: Mapping[str, Any] | None, change: Callable[[], None]
-    ) -> None:
+    ) -> bool:
+        """Whether the model took the change (one that failed is logged, once, here)."""
         try:
             change()
         except Exception:  # a model bug on one object must not stop the watch of its kind
@@ -187,17 +193,13 @@ class LiveModel:
                 "the model failed on a change; skipped it",
                 extra=fields(event=what, group=resource.group, kind=resource.kind, name=name),
             )
-        self._dirty.set()
+            return False
+        finally:
+            self._dirty.set()
+        return True
 
     def notify(self) -> None:
         self._dirty.set()
-
-    def _record(self, changes: Callable[[], list[Entry]]) -> None:
-        """Onto the timeline; a failure there loses an entry, never the change or the evaluation."""
-        try:
-            self.timeline.extend(changes())
-        except Exception:
-            log.exception("the timeline failed on a change; skipped it")
 
     # -- Evaluation ------------------------------------------------------------------------
 
@@ -219,9 +221,12 @@ class LiveModel:
         evaluation = self._with_unreadable(evaluation)
         self.latest = evaluation
         telemetry = self._telemetry
-        self._record(
-            lambda: self._transitions.evaluated(evaluation, synced=telemetry.synced, blind=telemetry.blind())
-        )
+        try:  # a failure there loses entries, never the evaluation
+            self.timeline.extend(
+                self._transitions.evaluated(evaluation, synced=telemetry.synced, blind=telemetry.blind())
+            )
+        except Exception:
+            log.exception("the timeline failed on an evaluation; skipped it")
         self.timeline.comparing_since = self._transitions.comparing_since
         self.published.bump()
         if not self.collections.frozen and self._telemetry.synced:

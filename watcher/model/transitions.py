@@ -236,26 +236,34 @@ def _cut(text: str) -> str:
 # -- Evaluations -------------------------------------------------------------------------------
 
 
+def roots_of(evaluation: Evaluation) -> dict[str, Finding]:
+    return {f.id: f for f in evaluation.findings if f.root_cause is None}
+
+
 def finding_changes(
-    before: Evaluation, after: Evaluation, *, open_before: Collection[str], blind: Collection[str]
-) -> tuple[list[Entry], set[str]]:
-    """Root causes opened and resolved between two evaluations, and the ids open after.
+    before: Evaluation, after: Evaluation, *, roots_before: Mapping[str, Finding], blind: Collection[str]
+) -> tuple[list[Entry], dict[str, Finding]]:
+    """Root causes opened and resolved between two evaluations, and the roots after.
 
     Only roots are entries: a root's symptoms are listed under it and open with it. A root that
     becomes a symptom is still open, and one that stops being a symptom was open already; a
-    finding whose kind is now `blind` (by kind name) is unknown, not resolved."""
-    open_after = {f.id for f in after.findings}
-    entries = [
-        _finding_entry(f, after.now, opened=True)
-        for f in after.findings
-        if f.is_root and f.id not in open_before
-    ]
+    finding whose kind is now `blind` (by kind name) is unknown, not resolved. Whether a finding
+    was (or still is) open at all is looked up only when the roots changed: during an incident
+    with tens of thousands of symptoms, most passes only move symptoms."""
+    roots_after = roots_of(after)
+    new = [f for ident, f in roots_after.items() if ident not in roots_before]
+    gone = [f for ident, f in roots_before.items() if ident not in roots_after]
+    if not new and not gone:
+        return [], roots_after
+    open_before = {f.id for f in before.findings} if new else set()
+    open_after = {f.id for f in after.findings} if gone else set()
+    entries = [_finding_entry(f, after.now, opened=True) for f in new if f.id not in open_before]
     entries += [
         _finding_entry(f, after.now, opened=False, unseen=f.subject["kind"] in blind)
-        for f in before.findings
-        if f.is_root and f.id not in open_after
+        for f in gone
+        if f.id not in open_after
     ]
-    return entries, open_after
+    return entries, roots_after
 
 
 def _finding_entry(finding: Finding, now: datetime, *, opened: bool, unseen: bool = False) -> Entry:
@@ -328,7 +336,7 @@ class Transitions:
         self._listed: set[tuple[str, str]] = set()
         self._rollouts: dict[tuple[str, str], Rollout] = {}
         self._last: Evaluation | None = None
-        self._open: set[str] = set()
+        self._roots: dict[str, Finding] = {}
         self._workloads: dict[tuple[str, str, str], str] = {}
         """Controller workloads (kind, namespace, name) -> the controller they are."""
         self._running: set[str] = set()
@@ -404,7 +412,7 @@ class Transitions:
             self._workloads = {_where(h.subject): h.name for h in evaluation.controllers if h.name}
             self._running = set(self._workloads.values())
         if last is None or not synced:
-            self._open = {f.id for f in evaluation.findings}
+            self._roots = roots_of(evaluation)
             if not synced:
                 self._last = None
             self.comparing_since = evaluation.now if synced else None
@@ -413,7 +421,7 @@ class Transitions:
         if evaluation.controllers is not last.controllers:
             entries += controller_changes(last.controllers, evaluation.controllers, now=evaluation.now)
         if evaluation.findings is not last.findings:
-            found, self._open = finding_changes(last, evaluation, open_before=self._open, blind=blind)
+            found, self._roots = finding_changes(last, evaluation, roots_before=self._roots, blind=blind)
             entries += found
         return entries
 
