@@ -411,3 +411,20 @@ def test_query_filters_by_time_and_subject_prefix_newest_first() -> None:
     ]
     assert timeline.query(subject="Deployment/", limit=10)[0].subject["name"] == KC
     assert timeline.query(since=NOW + timedelta(hours=1), limit=10) == []
+
+
+def test_a_relist_adds_nothing_but_what_changed_while_the_watch_was_down() -> None:
+    """A 410 or a restarted watch lists every kind again: the same objects are no change; one that
+    changed during the gap is, once."""
+    rig = Rig(healthy())
+    rig.list(healthy())
+    rig.live.evaluate()
+    assert rig.entries() == []
+    rig.list(
+        [*healthy()[:-1], replicaset(KC, "7d9f", revision=2, image=NEW_IMAGE), terraform("vpc", applied="v2")]
+    )
+    rig.live.evaluate()
+    assert [(e.type, e.path) for e in rig.entries()] == [
+        (Change.REVISION_APPLIED, "Terraform/flux-system/vpc"),
+        (Change.IMAGE_CHANGED, f"Deployment/flux-system/{KC}"),
+    ]
