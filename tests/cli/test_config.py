@@ -299,7 +299,7 @@ DURATION = "expected a duration such as 90s, 10m or 1h30m (units h, m, s, ms), o
 FINDING_TYPES = ", ".join(FindingType)
 TOP_LEVEL = (
     "thresholds, severities, include_namespaces, exclude_namespaces, controllers, listen, kubeconfig, "
-    "context, log_level, log_format, otel_exporter"
+    "context, log_level, log_format, otel_exporter, timeline_entries"
 )
 LISTEN = "expected [HOST]:PORT such as ':8080', '127.0.0.1:9090' or '[::1]:8080'"
 
@@ -433,6 +433,16 @@ LISTEN = "expected [HOST]:PORT such as ':8080', '127.0.0.1:9090' or '[::1]:8080'
             {"otel_exporter": "jaeger"},
             "config: otel_exporter: Input should be 'none', 'console' or 'otlp' (got 'jaeger')",
             id="unknown-otel-exporter",
+        ),
+        pytest.param(
+            {"timeline_entries": 5},
+            "config: timeline_entries: Input should be greater than or equal to 100 (got 5)",
+            id="timeline-entries-below-the-bound",
+        ),
+        pytest.param(
+            {"timeline_entries": 200000},
+            "config: timeline_entries: Input should be less than or equal to 100000 (got 200000)",
+            id="timeline-entries-past-the-bound",
         ),
         pytest.param(
             {"listen_address": ":8080"},

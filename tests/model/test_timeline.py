@@ -388,12 +388,12 @@ def test_a_root_is_preceded_by_the_changes_on_its_subject_and_its_controllers_wo
         ]
     )
     subject = Subject(apiVersion="v1", kind="Kustomization", namespace="flux-system", name="infra")
-    found = preceding(timeline.newest_first(), subjects=[subject], controller=KC, limit=5)
+    found = preceding(timeline.newest_first(), subject=subject, controller=KC, limit=5)
     assert [(e.subject["name"], e.type) for e in found] == [
         ("infra", Change.READY_CHANGED),
         (KC, Change.IMAGE_CHANGED),
     ]
-    assert preceding(timeline.newest_first(), subjects=[subject], controller=KC, limit=1) == found[:1]
+    assert preceding(timeline.newest_first(), subject=subject, controller=KC, limit=1) == found[:1]
 
 
 def test_query_filters_by_time_and_subject_prefix_newest_first() -> None:

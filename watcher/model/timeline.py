@@ -164,17 +164,17 @@ def root_changes(
     (the controller named in its evidence, else the one reconciling its subject)."""
     named = root.evidence.get("controller")
     controller = named if isinstance(named, str) else reconciler_of(root.subject, objects)
-    return preceding(entries, subjects=[root.subject], controller=controller, limit=limit)
+    return preceding(entries, subject=root.subject, controller=controller, limit=limit)
 
 
 def preceding(
-    entries: Sequence[Entry], *, subjects: Iterable[Subject], controller: str | None, limit: int
+    entries: Sequence[Entry], *, subject: Subject, controller: str | None, limit: int
 ) -> list[Entry]:
     """The changes in the cluster that came before a root cause: on its subject, or on the
     workload of the controller that reconciles it (`controller`, its image and its up/down),
     newest first (`entries` are), at most `limit`. The root's own findings are not changes
     that preceded it: the card says when it started."""
-    paths = {subject_path(s) for s in subjects}
+    path = subject_path(subject)
     found: list[Entry] = []
     for entry in entries:
         if entry.type in FINDING_CHANGES:
@@ -185,7 +185,7 @@ def preceding(
             and entry.controller == controller
             and entry.subject["kind"] in CONTROLLER_WORKLOADS
         )
-        if on_controller or entry.path in paths:
+        if on_controller or entry.path == path:
             found.append(entry)
             if len(found) == limit:
                 break
