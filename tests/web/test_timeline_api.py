@@ -5,6 +5,7 @@ protective headers as every endpoint. Served for real (aiohttp's test server on 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -19,31 +20,53 @@ from watcher.telemetry import Telemetry
 from watcher.web.server import create_app
 from watcher.web.timeline import MAX_LIMIT, TIMELINE
 
-NOW = datetime.now(UTC).replace(microsecond=0)
-HALF_AN_HOUR_AGO_PLUS_TWO = (NOW - timedelta(minutes=30)).astimezone(timezone(timedelta(hours=2))).isoformat()
+
+def now() -> datetime:
+    """The server reads `?since=15m` back from its own clock: entries are placed from the test's."""
+    return datetime.now(UTC).replace(microsecond=0)
 
 
-def entry(minutes_ago: int, kind: str, name: str, change: Change = Change.READY_CHANGED) -> Entry:
+def entry(
+    at: datetime, minutes_ago: int, kind: str, name: str, change: Change = Change.READY_CHANGED
+) -> Entry:
     subject = Subject(apiVersion="v1", kind=kind, namespace="flux-system", name=name)
     return Entry(
-        NOW - timedelta(minutes=minutes_ago), change, subject, None, "True", "False", f"{name} flipped"
+        at - timedelta(minutes=minutes_ago), change, subject, None, "True", "False", f"{name} flipped"
     )
 
 
-def five_changes() -> Timeline:
-    """Oldest first, as the live model adds them: apps-0 an hour ago ... the Deployment now."""
+def five_changes(at: datetime) -> Timeline:
+    """Oldest first, as the live model adds them: apps-0 an hour before `at` ... the Deployment at it."""
     timeline = Timeline(limit=100)
-    timeline.extend(entry(60 - 15 * i, "Kustomization", f"apps-{i}") for i in range(4))
-    timeline.extend([entry(0, "Deployment", "tofu-controller", Change.IMAGE_CHANGED)])
+    timeline.extend(entry(at, 60 - 15 * i, "Kustomization", f"apps-{i}") for i in range(4))
+    timeline.extend([entry(at, 0, "Deployment", "tofu-controller", Change.IMAGE_CHANGED)])
     return timeline
 
 
+@dataclass
+class Served:
+    client: TestClient
+    at: datetime
+    """When the newest entry happened (the test's now)."""
+
+    def times(self) -> dict[str, str]:
+        """What the queries' {placeholders} stand for."""
+        half_an_hour_ago = self.at - timedelta(minutes=30)
+        plus_two = half_an_hour_ago.astimezone(timezone(timedelta(hours=2))).isoformat()
+        return {
+            "half_an_hour_ago": rfc3339(half_an_hour_ago) or "",
+            "plus_two": plus_two,
+            "plus_two_encoded": plus_two.replace("+", "%2B"),
+        }
+
+
 @pytest.fixture
-async def client() -> AsyncIterator[TestClient]:
+async def served() -> AsyncIterator[Served]:
     app = create_app(telemetry=Telemetry(), source=lambda: None, registry=CollectorRegistry())
-    app[TIMELINE] = five_changes()
+    at = now()
+    app[TIMELINE] = five_changes(at)
     async with TestClient(TestServer(app)) as client:
-        yield client
+        yield Served(client, at)
 
 
 async def get(client: TestClient, query: str) -> tuple[int, Any, dict[str, str]]:
@@ -65,17 +88,17 @@ def names(document: Any) -> list[str]:
             "?since=1h30m", ["tofu-controller", "apps-3", "apps-2", "apps-1", "apps-0"], id="since 1h30m"
         ),
         pytest.param(
-            f"?since={rfc3339(NOW - timedelta(minutes=30))}",
+            "?since={half_an_hour_ago}",
             ["tofu-controller", "apps-3", "apps-2"],
             id="since a time",
         ),
         pytest.param(
-            "?since=" + HALF_AN_HOUR_AGO_PLUS_TWO.replace("+", "%2B"),
+            "?since={plus_two_encoded}",
             ["tofu-controller", "apps-3", "apps-2"],
             id="since a time with an offset",
         ),
         pytest.param(
-            "?since=" + HALF_AN_HOUR_AGO_PLUS_TWO,
+            "?since={plus_two}",
             ["tofu-controller", "apps-3", "apps-2"],
             id="since a time whose offset's + the query string made a space",
         ),
@@ -88,8 +111,8 @@ def names(document: Any) -> list[str]:
         pytest.param("?since=50m&subject=Kustomization/&limit=1", ["apps-3"], id="filters together"),
     ],
 )
-async def test_filters_answer_newest_first(client: TestClient, query: str, expected: list[str]) -> None:
-    status, document, headers = await get(client, query)
+async def test_filters_answer_newest_first(served: Served, query: str, expected: list[str]) -> None:
+    status, document, headers = await get(served.client, query.format_map(served.times()))
     assert status == 200
     assert names(document) == expected
     assert headers["Content-Type"].startswith("application/json")
@@ -112,9 +135,9 @@ async def test_filters_answer_newest_first(client: TestClient, query: str, expec
     ],
 )
 async def test_a_bad_parameter_is_a_400_naming_it_in_one_line(
-    client: TestClient, query: str, parameter: str
+    served: Served, query: str, parameter: str
 ) -> None:
-    status, document, headers = await get(client, query)
+    status, document, headers = await get(served.client, query)
     assert status == 400
     assert list(document) == ["error"]
     assert document["error"].startswith(f"{parameter}: ")
@@ -124,13 +147,13 @@ async def test_a_bad_parameter_is_a_400_naming_it_in_one_line(
 
 
 async def test_an_entry_carries_its_whole_shape_and_the_headers_every_endpoint_has(
-    client: TestClient,
+    served: Served,
 ) -> None:
-    status, document, headers = await get(client, "?limit=1")
+    status, document, headers = await get(served.client, "?limit=1")
     assert status == 200
     assert document["entries"] == [
         {
-            "time": rfc3339(NOW),
+            "time": rfc3339(served.at),
             "type": "image_changed",
             "subject": {
                 "apiVersion": "v1",
@@ -151,8 +174,8 @@ async def test_an_entry_carries_its_whole_shape_and_the_headers_every_endpoint_h
 
 
 async def test_the_summary_says_what_was_dropped_and_whether_the_answer_is_complete() -> None:
-    timeline = Timeline(limit=3)
-    timeline.extend(entry(60 - 15 * i, "Kustomization", f"apps-{i}") for i in range(5))
+    timeline, at = Timeline(limit=3), now()
+    timeline.extend(entry(at, 60 - 15 * i, "Kustomization", f"apps-{i}") for i in range(5))
     app = create_app(telemetry=Telemetry(), source=lambda: None, registry=CollectorRegistry())
     app[TIMELINE] = timeline
     async with TestClient(TestServer(app)) as client:
@@ -167,5 +190,5 @@ async def test_the_summary_says_what_was_dropped_and_whether_the_answer_is_compl
         "dropped": 2,
         "complete": False,
     }
-    assert summary["oldest"] == rfc3339(NOW - timedelta(minutes=30))
+    assert summary["oldest"] == rfc3339(at - timedelta(minutes=30))
     assert recent["summary"]["complete"] is True  # nothing it was asked for was dropped
