@@ -29,14 +29,12 @@ class Condition(TypedDict, total=False):
     observedGeneration: int
 
 
-class Key(msgspec.Struct, frozen=True, order=True, gc=False, cache_hash=True):
+class Key(msgspec.Struct, frozen=True, order=True, gc=False):
     """Identity of an object across API versions: group, kind, namespace, name.
 
     Hashable and ordered field by field, like the tuple it could be, but outside the garbage
     collector's view: the store, its indexes and the findings hold one per object, and as
     tuples (a NamedTuple is never untracked) they were half of what each collection walked.
-    Its hash is kept once computed (8 bytes more per Key): every event looks its key up in
-    several indexes, and a Struct's hash is otherwise recomputed from its four strings each time.
     """
 
     group: str
