@@ -2,9 +2,16 @@
 a real kube-apiserver: the tofu-controller outage, enacted the way it happened (a rollout to a
 release-candidate image whose pod cannot pull it), read on the single pane as on-call reads it.
 
+In order, on one open page (`/?open=NS/infra`): one root card naming tofu-controller, with the
+image change that preceded it (ReplicaSet revision 7, the undo command); the stack tree with its
+Terraform objects stale; a condition message `<img src=x onerror=alert(1)>` as text (the
+object's page, in a second tab, and the recent changes); a status written in the API server
+shown within 2 s, no navigation; the search box finding a stack by a revision prefix; then the
+API server killed, the freshness indicator and the trust banner red, no navigation.
+
 stalewatch watches through an API server of its own on the session's etcd (the test writes
 through the session's), so the last step can kill it without harming the other tests. Every
-step saves a screenshot under test-artifacts/ (git ignores it).
+step saves a screenshot under test-artifacts/ (pane-v2-*.png; git ignores it).
 """
 
 from __future__ import annotations
@@ -13,14 +20,15 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from playwright.async_api import Dialog, Page
 
 from tests.app.test_incidents import THRESHOLDS, TOFU_IMAGE, Expect
 from tests.controlplane.harness import ControlPlane
 from tests.kube.objects import API, cond, deployment, deployment_status, flux, ready, running, waiting
+from tests.kube.support import poll, settings_for, until_no_problem
 from tests.kube.support import running as stalewatch_running
-from tests.kube.support import settings_for, until_no_problem
 from tests.kubeclient import Kube
 from tests.web.conftest import Watched
 from tests.web.test_browser import assert_nothing_executed
@@ -241,6 +249,12 @@ async def test_the_single_pane_v2_in_chromium(
     with control_plane.second_apiserver() as own:
         settings = settings_for(own.kubeconfig, include_namespaces=[ns], thresholds=THRESHOLDS)
         async with stalewatch_running(settings) as service:
+
+            async def comparing() -> bool:
+                status, body = await service.get("/api/v1/timeline")
+                return status == 200 and orjson.loads(body)["summary"]["comparing_since"] is not None
+
+            await poll(comparing, within=10, what="the timeline compares evaluations")
             await roll_out_the_release_candidate(kube, ns, owner)
             await the_pod_cannot_pull_it(kube, ns)
 
@@ -267,6 +281,18 @@ async def test_the_single_pane_v2_in_chromium(
             shown = dict(zip(keys, values, strict=True))
             assert (shown["reason"], shown["message"]) == ("ImagePullBackOff", HOSTILE)
             assert await page.locator("img").count() == 0
+            # the image change that preceded it, with its ReplicaSet revision and the undo
+            kinds = await page.eval_on_selector_all(
+                "article.critical li.change", "lis => lis.map(li => li.classList[1])"
+            )
+            assert kinds == ["controller_down", "image_changed"], "newest first: the rollout came before"
+            (change,) = await contents(page, "article.critical li.change.image_changed")
+            assert change.split(") ", 1)[1] == (
+                f"Deployment {ns}/tofu-controller: image {OLD_IMAGE} -> v0.16.0-rc.5 (ReplicaSet revision 7);"
+                f" kubectl rollout undo deployment/tofu-controller -n {ns}"
+            ), "its time and age, then the change and how to undo it"
+            # the condition message the cluster wrote (on `apps`' Ready) shown as text, among the changes
+            assert any(HOSTILE in line for line in await contents(page, "#changes li")), "not shown"
             await screenshot(page, artifacts, "incident")
 
             # the condition message the cluster wrote (`apps`' Ready) as text on the object's page
