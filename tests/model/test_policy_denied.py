@@ -18,6 +18,7 @@ from tests.model.builders import (
     Obj,
     by_id,
     cond,
+    deployment,
     event,
     flux,
     git_repository,
@@ -366,3 +367,61 @@ def test_a_flux_object_becomes_policy_denied_when_its_attempts_are_due() -> None
     assert model.evaluate(NOW).findings == []
     [root] = model.evaluate(NOW + 15 * MIN).roots
     assert root.type is FindingType.POLICY_DENIED
+
+
+def test_pods_a_policy_denies_name_the_stack_of_the_deployment_that_owns_their_replicaset() -> None:
+    """kube-controller-manager's replicaset-controller retries the Pods of a ReplicaSet; its Event's
+    message is the API server's answer (Error creating: ...). The ReplicaSet carries no stack's
+    labels: its owning Deployment's does."""
+    owned = {
+        "kustomize.toolkit.fluxcd.io/name": "apps",
+        "kustomize.toolkit.fluxcd.io/namespace": "flux-system",
+    }
+    replicaset = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {
+            **meta("web-7d9f", "shop"),
+            "ownerReferences": [
+                {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "controller": True}
+            ],
+        },
+        "spec": {"replicas": 2},
+        "status": {"replicas": 0, "observedGeneration": 1},
+    }
+    failed_create = event(
+        "web-7d9f.1",
+        "shop",
+        kind="ReplicaSet",
+        involved="web-7d9f",
+        reason="FailedCreate",
+        message='Error creating: admission webhook "validation.gatekeeper.sh" denied the request: '
+        "[psp-privileged-container] Privileged container is not allowed: web",
+        count=25,
+        first=HOUR,
+        last=MIN,
+    )
+    failed_create.update(
+        source={"component": "replicaset-controller"}, reportingComponent="replicaset-controller"
+    )
+
+    findings = by_id(
+        run(
+            flux(),
+            git_repository(),
+            kustomization("apps"),
+            deployment("web", "shop", available=0, labels=owned),
+            replicaset,
+            failed_create,
+        )
+    )
+
+    denied = findings["PolicyDenied/ReplicaSet/shop/web-7d9f"]
+    assert (denied.evidence["controller"], denied.evidence["stacks"]) == (
+        "replicaset-controller",
+        [f"{KS}/apps"],
+    )
+    assert findings["WorkloadUnhealthy/Deployment/shop/web"].root_cause == denied.id, (
+        "a Deployment with no Pods because they are denied is the denial's symptom"
+    )
+    assert names(denied.affected) == {"Deployment/shop/web", f"{KS}/apps"}

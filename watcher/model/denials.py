@@ -14,10 +14,11 @@ green; the denial shows only as text (policy.py reads it). Two places carry it:
   window and long enough for that many attempts. A Stalled object has stopped retrying: Stalled.
 
 One finding per trying object (Events about it with other reasons merge into it). It is the root
-of what the denial causes: the object's RetryLoop and ReconcileFailed (PRECEDENCE) and the
-DependencyBlocked of what waits on it (correlate.py follows dependsOn to it). `link_stacks`
-names the stacks above the trying object (the Kustomizations and HelmReleases that installed it,
-up to the top) and counts them as affected.
+of what the denial causes: the object's RetryLoop and ReconcileFailed (PRECEDENCE), the
+DependencyBlocked of what waits on it (correlate.py follows dependsOn to it), and above it the
+WorkloadUnhealthy of a Deployment whose ReplicaSet may not create Pods (and the Ready HelmRelease
+over it). `link_stacks` names the stacks above the trying object (the Kustomizations and
+HelmReleases that installed it or its owning workload, up to the top) and counts them as affected.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from watcher.model.objects import (
 from watcher.model.policy import Admission, read_denial
 from watcher.model.types import Finding, FindingType, Subject, rfc3339
 from watcher.model.working import Pass
+from watcher.model.workloads import owner_workload
 
 MAX_STACKS = 8
 """How far up `link_stacks` follows installers (a Kustomization tree is rarely deeper than 3)."""
@@ -188,8 +190,9 @@ def merge(kept: Finding, other: Finding) -> None:
 
 def link_stacks(run: Pass) -> None:
     """Each PolicyDenied names the stacks above its trying object: the release or Kustomization
-    that installed it (graph.release_of), then the one that installed that, up to MAX_STACKS; a
-    trying Kustomization or HelmRelease is itself the first. They are affected by it."""
+    that installed it (graph.release_of) or its owning workload's, then the one that installed
+    that, up to MAX_STACKS; a trying Kustomization or HelmRelease is itself the first. They are
+    affected by it, and what it causes on the way up (CAUSED) is its symptom."""
     for finding in [f for f in run.found.values() if f.type is FindingType.POLICY_DENIED]:
         key: Key | None = run.keys[finding.id]
         stacks: list[Subject] = []
@@ -201,6 +204,7 @@ def link_stacks(run: Pass) -> None:
                 break
             if key.kind in ("Kustomization", "HelmRelease"):
                 stacks.append(subject_of(obj))
+            _explain(run, key, finding)
             key = _installer(run.store, obj)
         if not stacks:
             continue
@@ -210,7 +214,23 @@ def link_stacks(run: Pass) -> None:
         run.extra[finding.id].extend(s for s in stacks if s != finding.subject)
 
 
+CAUSED: frozenset[FindingType] = frozenset(
+    {FindingType.WORKLOAD_UNHEALTHY, FindingType.RELEASE_READY_WORKLOAD_FAILING}
+)
+"""What a denied write causes above the trying object: a Deployment whose ReplicaSet may not
+create Pods has none available, and the HelmRelease that installed it says Ready over it."""
+
+
+def _explain(run: Pass, key: Key, denied: Finding) -> None:
+    """The primary finding on `key` (an owner or installer of the trying object) is a symptom of
+    the denial when it is of a type the denial causes."""
+    primary = run.primary(key)
+    if primary is not None and primary != denied.id and run.found[primary].type in CAUSED:
+        run.links[primary] = denied.id
+
+
 def _installer(view: View, obj: Mapping[str, Any]) -> Key | None:
-    """Who installed `obj`; None for the top of the tree (Flux's own Kustomization applies itself)."""
-    found = release_of(view, obj)
+    """Who installed `obj`, or else the workload that owns it (a ReplicaSet whose Pods are denied
+    belongs to its Deployment's stack); None at the top (Flux's own Kustomization applies itself)."""
+    found = release_of(view, obj) or owner_workload(obj, view.get)
     return None if found == key_of(obj) else found
