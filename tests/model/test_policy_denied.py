@@ -369,19 +369,13 @@ def test_a_flux_object_becomes_policy_denied_when_its_attempts_are_due() -> None
     assert root.type is FindingType.POLICY_DENIED
 
 
-def test_pods_a_policy_denies_name_the_stack_of_the_deployment_that_owns_their_replicaset() -> None:
-    """kube-controller-manager's replicaset-controller retries the Pods of a ReplicaSet; its Event's
-    message is the API server's answer (Error creating: ...). The ReplicaSet carries no stack's
-    labels: its owning Deployment's does."""
-    owned = {
-        "kustomize.toolkit.fluxcd.io/name": "apps",
-        "kustomize.toolkit.fluxcd.io/namespace": "flux-system",
-    }
+def denied_replicaset(namespace: str = "shop") -> list[Obj]:
+    """A ReplicaSet of Deployment `web` and replicaset-controller's Event: its Pods are denied."""
     replicaset = {
         "apiVersion": "apps/v1",
         "kind": "ReplicaSet",
         "metadata": {
-            **meta("web-7d9f", "shop"),
+            **meta("web-7d9f", namespace),
             "ownerReferences": [
                 {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "controller": True}
             ],
@@ -391,7 +385,7 @@ def test_pods_a_policy_denies_name_the_stack_of_the_deployment_that_owns_their_r
     }
     failed_create = event(
         "web-7d9f.1",
-        "shop",
+        namespace,
         kind="ReplicaSet",
         involved="web-7d9f",
         reason="FailedCreate",
@@ -404,17 +398,45 @@ def test_pods_a_policy_denies_name_the_stack_of_the_deployment_that_owns_their_r
     failed_create.update(
         source={"component": "replicaset-controller"}, reportingComponent="replicaset-controller"
     )
+    return [replicaset, failed_create]
+
+
+def test_a_ready_helmrelease_over_a_deployment_whose_pods_are_denied_is_the_denials_symptom() -> None:
+    helm = {"helm.toolkit.fluxcd.io/name": "web", "helm.toolkit.fluxcd.io/namespace": "shop"}
+    release = helm_release("web", "shop")
 
     findings = by_id(
         run(
             flux(),
             git_repository(),
-            kustomization("apps"),
-            deployment("web", "shop", available=0, labels=owned),
-            replicaset,
-            failed_create,
+            release,
+            deployment("web", "shop", available=0, labels=helm),
+            denied_replicaset(),
         )
     )
+
+    root = "PolicyDenied/ReplicaSet/shop/web-7d9f"
+    assert findings[root].is_root
+    assert findings["ReleaseReadyWorkloadFailing/HelmRelease/shop/web"].root_cause == root
+    assert findings["WorkloadUnhealthy/Deployment/shop/web"].root_cause == root
+    assert findings[root].evidence["stacks"] == ["HelmRelease/shop/web"]
+
+
+def test_pods_a_policy_denies_name_the_stack_of_the_deployment_that_owns_their_replicaset() -> None:
+    """kube-controller-manager's replicaset-controller retries the Pods of a ReplicaSet; its Event's
+    message is the API server's answer (Error creating: ...). The ReplicaSet carries no stack's
+    labels: its owning Deployment's does."""
+    owned = {
+        "kustomize.toolkit.fluxcd.io/name": "apps",
+        "kustomize.toolkit.fluxcd.io/namespace": "flux-system",
+    }
+    objects = [
+        kustomization("apps"),
+        deployment("web", "shop", available=0, labels=owned),
+        *denied_replicaset(),
+    ]
+
+    findings = by_id(run(flux(), git_repository(), objects))
 
     denied = findings["PolicyDenied/ReplicaSet/shop/web-7d9f"]
     assert (denied.evidence["controller"], denied.evidence["stacks"]) == (
