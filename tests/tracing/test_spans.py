@@ -50,7 +50,11 @@ async def test_relists_and_evaluations_are_traced_with_kind_and_counts(
     )
     spans.clear()
     async with running(settings_for(control_plane.kubeconfig)):
-        await poll(lambda: bool(named(spans, "stalewatch.evaluate")), within=10, what="an evaluation span")
+        # the first evaluation may run before every kind is listed: wait for one that saw the
+        # Kustomization, after the relists the assertions below read
+        await poll(
+            lambda: _listed(spans) and _judged_gitops(spans), within=30, what="a synced evaluation span"
+        )
 
     relists = {
         s.attributes["k8s.kind"]: s.attributes for s in named(spans, "stalewatch.relist") if s.attributes
@@ -64,3 +68,15 @@ async def test_relists_and_evaluations_are_traced_with_kind_and_counts(
     assert evaluation is not None
     assert int(str(evaluation["stalewatch.gitops_objects"])) >= 1
     assert {"stalewatch.findings", "stalewatch.roots", "stalewatch.findings_changed"} <= set(evaluation)
+
+
+def _listed(exporter: InMemorySpanExporter) -> bool:
+    kinds = {str(s.attributes.get("k8s.kind")) for s in named(exporter, "stalewatch.relist") if s.attributes}
+    return {"Kustomization", "Pod", "Deployment", "Lease"} <= kinds
+
+
+def _judged_gitops(exporter: InMemorySpanExporter) -> bool:
+    return any(
+        s.attributes and int(str(s.attributes.get("stalewatch.gitops_objects", 0))) >= 1
+        for s in named(exporter, "stalewatch.evaluate")
+    )
