@@ -100,6 +100,7 @@ def match_spec(specs: Iterable[ControllerSpec], workload: Mapping[str, Any]) -> 
 
 
 def reconciles(spec: ControllerSpec, group: str, kind: str) -> bool:
+    """Whether it reconciles a kind: what a CRD removal breaks (CRDRemoved, CRDOwnershipRisk)."""
     return group in spec.groups and (not spec.kinds or kind in spec.kinds)
 
 

@@ -33,6 +33,7 @@ from typing import Any
 
 from watcher.model.context import Ctx
 from watcher.model.correlate import Correlation, Correlator
+from watcher.model.crd_risk import CRDRisks
 from watcher.model.deadlines import Deadlines
 from watcher.model.graph import Edge, Packed, Recorder, Snapshot, Store
 from watcher.model.kinds import TRACKED, Track, key_of_kind
@@ -89,6 +90,7 @@ class HealthModel:
         self._dirty: set[Key] = set()
         self._controllers = ControllerTracker(self._config, self._store)
         self._removals = Removals(self._config, self._store, self._controllers.running)
+        self._risks = CRDRisks(self._config, self._store)
         self._objects_due = Deadlines()
         self._health: SortedTable[Key, ObjectHealth] = SortedTable()
         self._revisions: SortedTable[Key, RevisionInfo] = SortedTable()
@@ -294,6 +296,9 @@ class HealthModel:
         for key in dirty:
             self._refresh_object(key, now)
             self._store.pack(key)
+        controllers = self._controllers.visible()
+        if self._risks.refresh(self._touched, controllers=controllers, everything=self._recheck):
+            self._recheck = True
         owners_changed = self._correlator.forget(self._touched, self._touched_edges)
         if self._last is None or owners_changed or self._must_correlate():
             reads = Recorder(self._store)
@@ -302,7 +307,7 @@ class HealthModel:
                 candidates,
                 view=reads,
                 controllers=self._controllers.visible(),
-                removals=self._removals.findings(),
+                removals=self._removals.findings() + self._risks.findings(),
                 config=self._config,
                 now=now,
                 satellites=self._satellites.candidates,

@@ -6,7 +6,7 @@ the rules that judge them live in gitops_rules.py, the graph that indexes them i
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -17,12 +17,12 @@ from watcher.model.objects import Key, Lookup, dig, group_of, text, time_at
 
 REQUESTED_AT = "reconcile.fluxcd.io/requestedAt"
 
-_RELEASE = ("helm.sh", "Release")
+HELM_RELEASE = Key("helm.sh", "Release", "", "")
 """Pseudo group/kind naming a Helm release (namespace, release name) in the release index."""
 
 
 def release_key(namespace: str, name: str) -> Key:
-    return Key(*_RELEASE, namespace, name)
+    return Key(HELM_RELEASE.group, HELM_RELEASE.kind, namespace, name)
 
 
 def dependencies(obj: Mapping[str, Any]) -> list[Key]:
@@ -42,12 +42,12 @@ def dependencies(obj: Mapping[str, Any]) -> list[Key]:
     return keys
 
 
-def inventory(obj: Mapping[str, Any]) -> list[Key]:
-    """Kustomization status.inventory.entries ids ("<ns>_<name>_<group>_<Kind>") as keys."""
+def inventory(obj: Mapping[str, Any], *, kinds: Collection[str] = INVENTORY_KINDS) -> list[Key]:
+    """Kustomization status.inventory.entries ids ("<ns>_<name>_<group>_<Kind>") of `kinds` as keys."""
     keys = []
     for entry in dig(obj, "status", "inventory", "entries") or ():
         parts = entry["id"].split("_")
-        if len(parts) == 4 and parts[3] in INVENTORY_KINDS:
+        if len(parts) == 4 and parts[3] in kinds:
             keys.append(Key(parts[2], parts[3], parts[0], parts[1]))
     return keys
 

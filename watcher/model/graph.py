@@ -26,16 +26,20 @@ from typing import Any, Protocol, cast
 import msgspec
 
 from watcher.model.flux import (
+    HELM_RELEASE,
     inventory,
     release_key,
     release_keys,
     source_key,
 )
-from watcher.model.kinds import APPLIERS, HELM_GROUP, KUSTOMIZE_GROUP, PACKED_KINDS
-from watcher.model.objects import Key, annotations_of, dig, group_of, key_of, labels_of
+from watcher.model.kinds import APPLIERS, CRD_KIND, HELM_GROUP, INVENTORY_KINDS, KUSTOMIZE_GROUP, PACKED_KINDS
+from watcher.model.objects import Key, annotations_of, describe, dig, group_of, key_of, labels_of
 
 Links = dict[str, set[Key]]
 Edge = tuple[str, Key]
+
+_FOLLOWED = INVENTORY_KINDS | {CRD_KIND}
+"""The inventory entries with an edge: "inventory" (children) and "crds" (the CRDs it installs)."""
 
 _encode = msgspec.msgpack.Encoder().encode
 _decode = msgspec.msgpack.Decoder().decode
@@ -96,7 +100,14 @@ def _links(obj: Mapping[str, Any], old: Mapping[str, Any] | None, old_links: Lin
         entries = dig(obj, "status", "inventory", "entries")
         unchanged = old is not None and entries == dig(old, "status", "inventory", "entries")
         known = old_links.get("inventory")
-        links["inventory"] = known if unchanged and known is not None else set(inventory(obj))
+        if unchanged and known is not None:
+            links["inventory"], crds = known, old_links.get("crds")
+        else:
+            found = inventory(obj, kinds=_FOLLOWED)
+            links["inventory"] = {k for k in found if k.kind != CRD_KIND}
+            crds = {k for k in found if k.kind == CRD_KIND}
+        if crds:
+            links["crds"] = crds
     if kind == "HelmRelease" and group == HELM_GROUP:
         links["release"] = release_keys(obj)
     return links
@@ -201,7 +212,7 @@ class Store:
         return [obj for obj in found if obj is not None]
 
     def referrers(self, edge: str, target: Key) -> set[Key]:
-        """Objects with an `edge` ("source", "inventory", "release") to `target`."""
+        """Objects with an `edge` ("source", "inventory", "crds", "release") to `target`."""
         found = self._reverse[edge].get(target)
         if not found:
             return set()
@@ -279,23 +290,37 @@ class Recorder:
 
 
 def release_of(view: View, workload: Mapping[str, Any]) -> Key | None:
-    """The HelmRelease or Kustomization that installed a workload.
+    """The HelmRelease or Kustomization that installed a workload: the first of its `claims`
+    that is one (a Helm release no HelmRelease manages is skipped)."""
+    return next((k for k in claims(view, workload) if k.group != HELM_RELEASE.group), None)
+
+
+def installer_name(key: Key) -> str:
+    """How messages name an installer from `claims`: `HelmRelease ns/name`, `Helm release ns/name`."""
+    return f"Helm release {key.namespace}/{key.name}" if key.group == HELM_RELEASE.group else describe(key)
+
+
+def claims(view: View, obj: Mapping[str, Any]) -> Iterator[Key]:
+    """Every installer that claims an object, most telling first (each may repeat).
 
     Helm ownership first (helm.toolkit.fluxcd.io/name+namespace labels, then the
-    meta.helm.sh/release-name+namespace annotations), then kustomize-controller's
+    meta.helm.sh/release-name+namespace annotations: the HelmRelease managing that release, or
+    the Helm release itself, `release_key`, when none does), then kustomize-controller's
     kustomize.toolkit.fluxcd.io/name+namespace labels, then Kustomization inventories.
+    Lazy: release_of reads no further than its answer.
     """
-    own, notes = labels_of(workload), annotations_of(workload)
+    own, notes = labels_of(obj), annotations_of(obj)
     name, namespace = own.get(f"{HELM_GROUP}/name"), own.get(f"{HELM_GROUP}/namespace")
+    helm = bool(name and namespace)
     if name and namespace:
-        return Key(HELM_GROUP, "HelmRelease", namespace, name)
+        yield Key(HELM_GROUP, "HelmRelease", namespace, name)
     release, release_ns = notes.get("meta.helm.sh/release-name"), notes.get("meta.helm.sh/release-namespace")
     if release and release_ns:
         owners = view.referrers("release", release_key(release_ns, release))
-        if owners:
-            return min(owners)
+        yield from sorted(owners)
+        if not owners and not helm:
+            yield release_key(release_ns, release)
     name, namespace = own.get(f"{KUSTOMIZE_GROUP}/name"), own.get(f"{KUSTOMIZE_GROUP}/namespace")
     if name and namespace:
-        return Key(KUSTOMIZE_GROUP, "Kustomization", namespace, name)
-    parents = view.referrers("inventory", key_of(workload))
-    return min(parents) if parents else None
+        yield Key(KUSTOMIZE_GROUP, "Kustomization", namespace, name)
+    yield from sorted(view.referrers("crds" if obj["kind"] == CRD_KIND else "inventory", key_of(obj)))

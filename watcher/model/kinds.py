@@ -32,7 +32,7 @@ class Track(enum.Enum):
     POD = "a Pod a controller may own"
     REPLICASET = "a link from Pods to a controller workload"
     LEASE = "a controller's leader election"
-    CRD = "a kind that may go away (CRDRemoved)"
+    CRD = "a kind that may go away (CRDRemoved) or be taken away (CRDOwnershipRisk)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +96,9 @@ CONTROLLER_WORKLOADS = tuple(k.kind for k in KINDS if k.track is Track.CONTROLLE
 TIMED_BY_PODS = tuple(k.kind for k in KINDS if k.timed_by_pods)
 INVENTORY_KINDS = frozenset(k.kind for k in KINDS if k.inventory)
 APPLIERS = tuple(k.kind for k in KINDS if k.applier)
+CRD_KIND = "CustomResourceDefinition"
+"""Followed in a Kustomization's inventory on an edge of its own ("crds": who installs it), not
+as a child: `wait` and dependency links read the inventory's workloads and GitOps objects."""
 FLUX_GROUPS: Mapping[str, str] = {k.kind: k.group for k in KINDS if k.referable}
 """The API group of the kinds a reference may name without an apiVersion."""
 

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from watcher.model.controllers import reconciles
 from watcher.model.deadlines import Deadlines
-from watcher.model.graph import Store
+from watcher.model.graph import Store, claims, installer_name
 from watcher.model.objects import Key, is_deleting, subject_of, text
 from watcher.model.orphans import RecentlyDeleted
 from watcher.model.rules import crd_removed
@@ -79,7 +80,15 @@ class Removals:
         found = self._deleted.of_kind(group, kind, now=now)
         found.update((k, subject_of(obj)) for k, obj in existing.items() if obj is not None)
         orphans = [subject for _, subject in sorted(found.items())]
-        claimers = [s.name for s in self._config.controllers if group in s.groups]
+        claimers = [s.name for s in self._config.controllers if reconciles(s, group, kind)]
         running = self._running()
-        reconcilers = [name for name in claimers if name in running] or claimers
-        return crd_removed(crd, orphans=orphans, reconcilers=reconcilers, now=now, config=self._config)
+        running_ones = [name for name in claimers if name in running] or claimers
+        installers = [installer_name(k) for k in dict.fromkeys(claims(self._store, crd))]
+        return crd_removed(
+            crd,
+            orphans=orphans,
+            reconcilers=running_ones,
+            installers=installers,
+            now=now,
+            config=self._config,
+        )

@@ -14,7 +14,7 @@ relative to `now` (they are cached between evaluations); times are spelled out.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -67,12 +67,15 @@ def crd_removed(
     *,
     orphans: list[Subject],
     reconcilers: list[str],
+    installers: Sequence[str] = (),
     now: datetime,
     config: ModelConfig,
 ) -> Finding | None:
     """CRDRemoved, when objects of its kind existed (`orphans`) or a controller reconciles its group.
 
-    `now` stands in for the deletion time when the CRD carried no deletionTimestamp.
+    `installers`: the releases and Kustomizations that claimed it (graph.claims), the edge a
+    CRDOwnershipRisk named before it came true. `now` stands in for the deletion time when the
+    CRD carried no deletionTimestamp.
     """
     if not orphans and not reconcilers:
         return None
@@ -84,10 +87,18 @@ def crd_removed(
         message += f" while {len(orphans)} {kind} objects existed; they are deleted with it"
     if reconcilers:
         message += f"; {', '.join(reconcilers)} reconciles {group} and cannot work without it"
+    if installers:
+        message += f". It was installed by {' and '.join(installers)}: look at its last upgrade or removal"
     message += (
         ". Restore the CRD (re-apply the controller's install manifests), then let Git re-create the objects."
     )
-    evidence = {"group": group, "kind": kind, "orphans": len(orphans), "controllers": reconcilers}
+    evidence = {
+        "group": group,
+        "kind": kind,
+        "orphans": len(orphans),
+        "controllers": reconcilers,
+        "installed_by": list(installers),
+    }
     found = new_finding(config, FindingType.CRD_REMOVED, subject_of(crd), message, since, evidence)
     found.affected = orphans
     return found

@@ -114,9 +114,11 @@ KEPT_ANNOTATIONS = (
     "helm.toolkit.fluxcd.io/",
     "kustomize.toolkit.fluxcd.io/",
     "deployment.kubernetes.io/revision",
+    "helm.sh/resource-policy",
 )
 """Annotation prefixes kept; the rest is dropped. A ReplicaSet's revision (its Deployment's rollout
-number) dates and orders image changes (transitions.py)."""
+number) dates and orders image changes (transitions.py); helm.sh/resource-policy: keep spares a CRD
+from its release's removal (crd_risk.py)."""
 
 CONDITION = Obj(
     {

@@ -61,6 +61,7 @@ class FindingType(StrEnum):
     RETRY_LOOP = "RetryLoop"
     WORKLOAD_UNHEALTHY = "WorkloadUnhealthy"
     POLICY_DENIED = "PolicyDenied"
+    CRD_OWNERSHIP_RISK = "CRDOwnershipRisk"
 
 
 DEFAULT_SEVERITIES: Mapping[FindingType, Severity] = {
