@@ -158,6 +158,24 @@ def odd_names() -> Evaluation:
     )
 
 
+IMAGE_API = "image.toolkit.fluxcd.io/v1"
+
+
+def crd_ownership_risk() -> Evaluation:
+    """A CRD one release installs and another stack's controller needs: a root before any incident,
+    cluster-scoped and with no moment it started (no since series)."""
+    crd = subject("CustomResourceDefinition", "", "imagepolicies.image.toolkit.fluxcd.io",
+                  "apiextensions.k8s.io/v1")
+    return Evaluation(
+        now=NOW,
+        findings=[finding("CRDOwnershipRisk/imagepolicies", FindingType.CRD_OWNERSHIP_RISK, crd, since=None,
+                          affected=[subject("ImagePolicy", "team-apps", "podinfo", IMAGE_API)])],
+        objects=[],
+        controllers=[],
+        revisions=[],
+    )
+
+
 HOSTILE = (
     'back\\slash "quoted" new\nline tab\tcr\r nul\x00 esc\x1b del\x7f nel\x85 ls\u2028 '
     "ä 🚀 %s %(x)s {0} }{ \\n \\"

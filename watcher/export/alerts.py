@@ -138,6 +138,12 @@ FINDING_TEXTS: Mapping[FindingType, tuple[str, str]] = {
         "Its Pods are failing (crash loop, image pull, config error, unschedulable, failed) or it has"
         " fewer available replicas than it wants.",
     ),
+    FindingType.CRD_OWNERSHIP_RISK: (
+        "is installed by one stack and needed by another",
+        "Removing or upgrading the release or Kustomization that installed this CRD deletes it, and"
+        " with it every object of its kind, while a controller another stack deployed reconciles them"
+        " (or another installer claims it too). Nothing is broken yet.",
+    ),
 }
 
 
