@@ -23,7 +23,7 @@ from watcher.model.context import new_finding
 from watcher.model.controllers import ControllerState, reconciles
 from watcher.model.graph import Store, claims, installer_name
 from watcher.model.kinds import CONTROLLER_WORKLOADS, HELM_GROUP, KUSTOMIZE_GROUP, Track, key_of_kind
-from watcher.model.objects import Key, annotations_of, describe, is_deleting, subject_of, text, time_at
+from watcher.model.objects import Key, annotations_of, describe, is_deleting, subject_of, text
 from watcher.model.types import Finding, FindingType, ModelConfig, Subject
 from watcher.model.working import key_of_subject
 
@@ -117,8 +117,9 @@ def crd_ownership_risk(
         "objects": len(objects.subjects) if objects is not None else None,
         "stacks": dict(objects.stacks) if objects is not None else {},
     }
-    since = time_at(crd, "metadata", "creationTimestamp")
-    found = new_finding(config, FindingType.CRD_OWNERSHIP_RISK, subject_of(crd), message, since, evidence)
+    # No since: the risk began when the later of the CRD and its foreign controller came, which
+    # no object records (a CRD's creationTimestamp would date only the first of them).
+    found = new_finding(config, FindingType.CRD_OWNERSHIP_RISK, subject_of(crd), message, None, evidence)
     found.affected = [c.workload for c in at_risk] + (objects.subjects if objects is not None else [])
     return found
 
