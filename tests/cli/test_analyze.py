@@ -402,3 +402,38 @@ def test_the_policy_denied_examples_readme_shows_what_analyze_prints(
     code = main(["analyze", "--now", NOW, str(EXAMPLES / "policy-denied-loadbalancer")])
 
     assert (capsys.readouterr().out, code) == (shown, 0)
+
+
+def test_crd_ownership_risk_example_names_each_crd_its_installer_the_other_release_and_the_stacks(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Incident 2 before it happens: one root per CRD release A installs, nothing else."""
+    code, report = analyze_json(capsys, str(EXAMPLES / "crd-ownership-risk"))
+    assert code == 0
+    assert [(f["id"], f["root_cause"]) for f in report["findings"]] == [
+        (f"CRDOwnershipRisk/CustomResourceDefinition/{plural}.image.toolkit.fluxcd.io", None)
+        for plural in ("imagepolicies", "imagerepositories")
+    ]
+    for finding, kind in zip(report["findings"], ("ImagePolicy", "ImageRepository"), strict=True):
+        assert finding["severity"] == "warning"
+        assert finding["evidence"]["installed_by"] == ["HelmRelease team-platform/platform-base"]
+        assert finding["evidence"]["controllers"] == [
+            {
+                "name": "image-reflector-controller",
+                "workload": "Deployment team-delivery/image-reflector-controller",
+                "deployed_by": "HelmRelease team-delivery/image-automation",
+            }
+        ]
+        assert finding["evidence"]["stacks"] == {
+            "Kustomization flux-system/apps": 1,
+            "Kustomization flux-system/web": 2,
+        }
+        assert {key(s) for s in finding["affected"]} == {
+            ("Deployment", "team-delivery", "image-reflector-controller"),
+            (kind, "team-apps", "podinfo"),
+            (kind, "team-web", "checkout"),
+            (kind, "team-web", "storefront"),
+        }
+        assert finding["message"].startswith(
+            "Removing or upgrading HelmRelease team-platform/platform-base deletes"
+        )
