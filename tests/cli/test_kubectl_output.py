@@ -33,6 +33,9 @@ KINDS = ",".join(
 CRDS = Path(__file__).parent / "crds"
 EXAMPLE_KINDS = {"policy-denied-loadbalancer": (CRDS / "edgegateways.yaml", "edgegateways")}
 """Examples with a custom resource of their own: its CRD, installed first, and its plural."""
+EXTRA_KINDS = {"crd-ownership-risk": "customresourcedefinitions,imagerepositories,imagepolicies"}
+"""Kinds an example holds beyond KINDS whose CRDs are in the example itself (a snapshot of them)."""
+CRD = "CustomResourceDefinition"
 
 
 @pytest.fixture
@@ -69,25 +72,37 @@ def moved(value: Any, renames: dict[str, str]) -> Any:
     return orjson.loads(text)
 
 
-def store(control_plane: ControlPlane, example: str, renames: dict[str, str]) -> None:
+def store(control_plane: ControlPlane, example: str, renames: dict[str, str]) -> list[str]:
     """Create each object as a user would, then write its status as its controller would. A new
-    object's generation is 1, so the observed generations follow it."""
-    specs, statuses = [], []
+    object's generation is 1, so the observed generations follow it. The example's CRDs come
+    first, usable before any object of their kinds (the API server writes their status itself);
+    returns their names."""
+    specs, statuses, crds = [], [], []
     for file in sorted((EXAMPLES / example).glob("*.yaml")):
         for item in yaml.safe_load(file.read_text())["items"]:
             obj = moved(item, renames)
             for server_owned in ("uid", "resourceVersion", "creationTimestamp", "generation"):
                 obj["metadata"].pop(server_owned, None)
             status = obj.pop("status", None)
+            if obj["kind"] == CRD:
+                crds.append(obj)
+                continue
             specs.append(obj)
             if status is not None:
                 for holder in (status, *status.get("conditions", [])):
                     if "observedGeneration" in holder:
                         holder["observedGeneration"] = 1
                 statuses.append({**{k: obj[k] for k in ("apiVersion", "kind", "metadata")}, "status": status})
+    names = [crd["metadata"]["name"] for crd in crds]
+    if crds:
+        listed = orjson.dumps({"apiVersion": "v1", "kind": "List", "items": crds}).decode()
+        control_plane.kubectl("apply", "--server-side", "-f", "-", stdin=listed)
+        control_plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", *names)
+        control_plane.wait_listable(names)
     for subresource, objects in (([], specs), (["--subresource=status"], statuses)):
         listed = orjson.dumps({"apiVersion": "v1", "kind": "List", "items": objects}).decode()
         control_plane.kubectl("apply", "--server-side", *subresource, "-f", "-", stdin=listed)
+    return names
 
 
 def findings(capsys: pytest.CaptureFixture[str], path: Path) -> list[dict[str, Any]]:
@@ -112,6 +127,7 @@ def findings(capsys: pytest.CaptureFixture[str], path: Path) -> list[dict[str, A
         ),
         pytest.param("policy-denied-loadbalancer", "yaml", id="policy-denied-loadbalancer-from-kubectl-yaml"),
         pytest.param("healthy", "yaml", id="healthy-from-kubectl-yaml"),
+        pytest.param("crd-ownership-risk", "yaml", id="crd-ownership-risk-from-kubectl-yaml"),
     ],
 )
 def test_real_kubectl_output_gives_the_examples_findings(
@@ -127,8 +143,13 @@ def test_real_kubectl_output_gives_the_examples_findings(
         crd, plural = EXAMPLE_KINDS[example]
         control_plane.install_crds(crd)
         kinds += f",{plural}"
-    store(control_plane, example, renames)
-    for namespace in renames.values():
-        listed = control_plane.kubectl("get", kinds, "-n", namespace, "-o", output)
-        (tmp_path / f"{namespace}.{output}").write_text(listed)
-    assert findings(capsys, tmp_path) == moved(findings(capsys, EXAMPLES / example), renames)
+    crds = store(control_plane, example, renames)
+    try:
+        kinds = ",".join(filter(None, (kinds, EXTRA_KINDS.get(example))))
+        for namespace in renames.values():
+            listed = control_plane.kubectl("get", kinds, "-n", namespace, "-o", output)
+            (tmp_path / f"{namespace}.{output}").write_text(listed)
+        assert findings(capsys, tmp_path) == moved(findings(capsys, EXAMPLES / example), renames)
+    finally:
+        if crds:  # cluster-scoped: they would outlive the test's namespaces
+            control_plane.kubectl("delete", "crd", *crds)
