@@ -161,7 +161,7 @@ def test_crd_another_stack_depends_on_is_a_risk_naming_its_installers(
     assert risk.message.startswith(
         f"Removing or upgrading {installed_by[0]} deletes"
         if len(installed_by) == 1
-        else f"{' and '.join(installed_by)} all install"
+        else f"{' and '.join(installed_by)} each install"
     )
     assert "3 Terraform objects" in risk.message
     assert "helm.sh/resource-policy: keep" in risk.message

@@ -52,7 +52,7 @@ _EXEMPT: Mapping[str, Callable[[Mapping[str, Any]], bool]] = {
     "being deleted: CRDRemoved reports it": is_deleting,
     "kept by helm.sh/resource-policy: keep": lambda crd: annotations_of(crd).get(KEEP_ANNOTATION) == KEEP,
 }
-"""CRDs no installer's removal can take away (why, for the tests' names)."""
+"""CRDs no installer's removal can take away, each with why."""
 
 
 def exempt(crd: Mapping[str, Any]) -> str | None:
@@ -92,7 +92,7 @@ def crd_ownership_risk(
         message = f"Removing or upgrading {names[0]} deletes CustomResourceDefinition {name}"
     else:
         message = (
-            f"{' and '.join(names)} all install CustomResourceDefinition {name}: removing or upgrading"
+            f"{' and '.join(names)} each install CustomResourceDefinition {name}: removing or upgrading"
             " any of them deletes it"
         )
     if at_risk:
