@@ -24,11 +24,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import msgspec
-
 from watcher.model.controllers import is_gitops, reconciles
 from watcher.model.flux import applied_revision
-from watcher.model.graph import Packed
 from watcher.model.kinds import APPLIERS
 from watcher.model.objects import Key, condition, describe, dig, key_of, subject_of
 from watcher.model.revisions import same_revision, short
@@ -46,48 +43,6 @@ class _Role(enum.Enum):
     DEPLOYMENT = "forgotten with its rollouts"
 
 
-# -- ReplicaSets, read straight from their packed form -----------------------------------------
-
-
-class _Owner(msgspec.Struct, gc=False):
-    kind: str = ""
-    name: str = ""
-    controller: bool = False
-
-
-class _Meta(msgspec.Struct, gc=False):
-    name: str = ""
-    namespace: str = ""
-    annotations: dict[str, str] = msgspec.field(default_factory=dict)
-    ownerReferences: list[_Owner] = msgspec.field(default_factory=list)
-
-
-class _Container(msgspec.Struct, gc=False):
-    name: str = ""
-    image: str = ""
-
-
-class _PodSpec(msgspec.Struct, gc=False):
-    containers: list[_Container] = msgspec.field(default_factory=list)
-    initContainers: list[_Container] = msgspec.field(default_factory=list)
-
-
-class _Template(msgspec.Struct, gc=False):
-    spec: _PodSpec = msgspec.field(default_factory=_PodSpec)
-
-
-class _Spec(msgspec.Struct, gc=False):
-    template: _Template = msgspec.field(default_factory=_Template)
-
-
-class _ReplicaSet(msgspec.Struct, gc=False):
-    metadata: _Meta
-    spec: _Spec = msgspec.field(default_factory=_Spec)
-
-
-_read_packed = msgspec.msgpack.Decoder(_ReplicaSet).decode
-
-
 @dataclass(frozen=True, slots=True)
 class Rollout:
     """A Deployment's newest ReplicaSet: its revision and its containers' images by name."""
@@ -100,15 +55,22 @@ class Rollout:
 def rollout_of(obj: Mapping[str, Any]) -> tuple[str, str, Rollout] | None:
     """(namespace, Deployment, rollout) of a ReplicaSet a Deployment controls; None for one
     without that owner or without a revision (then it is no rollout of a Deployment)."""
-    rs = _read_packed(obj.data) if type(obj) is Packed else msgspec.convert(obj, _ReplicaSet)
-    meta = rs.metadata
-    owner = next((o.name for o in meta.ownerReferences if o.controller and o.kind == "Deployment"), "")
-    revision = meta.annotations.get(REVISION_ANNOTATION, "")
-    if not owner or not revision.isdigit():
+    meta = obj.get("metadata") or {}
+    owner = next(
+        (
+            o.get("name", "")
+            for o in meta.get("ownerReferences") or ()
+            if o.get("controller") and o.get("kind") == "Deployment"
+        ),
+        "",
+    )
+    revision = (meta.get("annotations") or {}).get(REVISION_ANNOTATION, "")
+    if not owner or not isinstance(revision, str) or not revision.isdigit():
         return None
-    pod = rs.spec.template.spec
-    images = tuple((c.name, c.image) for c in (*pod.initContainers, *pod.containers))
-    return meta.namespace, owner, Rollout(meta.name, int(revision), images)
+    pod = dig(obj, "spec", "template", "spec") or {}
+    containers = (*(pod.get("initContainers") or ()), *(pod.get("containers") or ()))
+    images = tuple((c.get("name", ""), c.get("image", "")) for c in containers)
+    return meta.get("namespace", ""), owner, Rollout(meta.get("name", ""), int(revision), images)
 
 
 def image_changed(
