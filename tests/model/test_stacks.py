@@ -33,7 +33,8 @@ from tests.model.builders import (
 from watcher.model.engine import HealthModel
 from watcher.model.objects import Key
 from watcher.model.projection import project
-from watcher.model.stacks import STACK_KINDS, Forest, Row, Verdict, build_forest
+from watcher.model.row_verdicts import Verdict
+from watcher.model.stacks import STACK_KINDS, Forest, Row, build_forest
 from watcher.model.types import ModelConfig
 
 REV_A, REV_B = f"main@sha1:{SHA_N}", f"main@sha1:{SHA_N1}"

@@ -14,10 +14,9 @@ evaluation's hot path: a snapshot of the objects and an Evaluation in, a Forest 
 from __future__ import annotations
 
 from collections import defaultdict, deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
 from typing import Any, Protocol
 
 from watcher.model.flux import inventory, release_keys
@@ -26,14 +25,13 @@ from watcher.model.kinds import HELM_GROUP, KINDS, KUSTOMIZE_GROUP
 from watcher.model.kstatus import compute_status
 from watcher.model.objects import Key, condition, dig, text, transition
 from watcher.model.revisions import same_revision
+from watcher.model.row_verdicts import RANK, Facts, Verdict, judge_row
 from watcher.model.types import (
     ControllerHealth,
     Evaluation,
     Finding,
-    FindingType,
     ObjectHealth,
     RevisionInfo,
-    Severity,
     Status,
     Subject,
 )
@@ -55,20 +53,6 @@ class Objects(Protocol):
         ...
 
     def visible(self, kind: str) -> bool: ...
-
-
-class Verdict(StrEnum):
-    """What stalewatch makes of a row, worst first (a stack's header shows its worst)."""
-
-    FAILING = "failing"
-    STALE = "stale"
-    NOT_JUDGED = "not judged"
-    MISSING = "missing"
-    IN_PROGRESS = "in progress"
-    CURRENT = "current"
-
-
-RANK: Mapping[Verdict, int] = {verdict: rank for rank, verdict in enumerate(Verdict)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,7 +269,7 @@ class _Judge:
             return Row(key, depth, parent, verdict, reason, reconciler=reconciler, findings=findings)
         # a GitOps object's kstatus and revisions are the model's own (rows.py); a workload's is read here
         status, why = (health.status, health.reason) if health else _kstatus(obj, self._now)
-        verdict, reason = _verdict(_Facts(status, why, health, findings, self._rejected.get(key)))
+        verdict, reason = judge_row(Facts(status, why, health, findings, self._rejected.get(key)))
         revs = self._revisions.get(key)
         revision, applied = (revs.revision, revs.applied_revision) if revs else ("", "")
         if key.kind == "HelmRelease":
@@ -317,63 +301,6 @@ class _Judge:
 def _kstatus(obj: Mapping[str, Any], now: datetime) -> tuple[Status, str]:
     found = compute_status(obj, now=now)
     return found.status, found.reason
-
-
-@dataclass(frozen=True, slots=True)
-class _Facts:
-    status: Status
-    reason: str
-    health: ObjectHealth | None
-    findings: tuple[Finding, ...]
-    rejected: str | None
-
-
-def _not_judged(facts: _Facts) -> str | None:
-    return f"not judged: {facts.rejected}" if facts.rejected is not None else None
-
-
-def _stale(facts: _Facts) -> str | None:
-    if facts.health is not None and facts.health.stale:
-        return f"its controller {facts.health.controller} is down: {facts.status} is a cached report"
-    return None
-
-
-def _failing(facts: _Facts) -> str | None:
-    found = [
-        f
-        for f in facts.findings
-        if f.severity is not Severity.INFO and f.type is not FindingType.STATUS_STALE
-    ]
-    if found:
-        return ", ".join(sorted({str(f.type) for f in found}))
-    return f"{facts.status}: {facts.reason}" if facts.status is Status.FAILED else None
-
-
-def _current(facts: _Facts) -> str | None:
-    return facts.reason if facts.status is Status.CURRENT else None
-
-
-def _in_progress(facts: _Facts) -> str | None:
-    return f"{facts.status}: {facts.reason}" if facts.reason else str(facts.status)
-
-
-_RULES: tuple[tuple[Verdict, Callable[[_Facts], str | None]], ...] = (
-    (Verdict.NOT_JUDGED, _not_judged),
-    (Verdict.STALE, _stale),
-    (Verdict.FAILING, _failing),
-    (Verdict.CURRENT, _current),
-    (Verdict.IN_PROGRESS, _in_progress),
-)
-"""First rule that applies wins: not judged beats everything (nothing was concluded), a stale
-status beats what it says (it is a cached report), a finding beats a Current status."""
-
-
-def _verdict(facts: _Facts) -> tuple[Verdict, str]:
-    for verdict, rule in _RULES:
-        reason = rule(facts)
-        if reason is not None:
-            return verdict, reason
-    raise AssertionError("the last rule always applies")
 
 
 def _absent(key: Key, snapshot: Objects, parent: Key | None) -> tuple[Verdict, str]:

@@ -28,7 +28,7 @@ from typing import Any
 from watcher.export.report import plural
 from watcher.model.kinds import KUSTOMIZE_GROUP
 from watcher.model.objects import Key
-from watcher.model.stacks import Verdict
+from watcher.model.row_verdicts import Verdict
 from watcher.model.timeline import Snapshot
 from watcher.model.types import Evaluation
 from watcher.web import cards, freshness, stacks, tables

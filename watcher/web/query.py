@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from urllib.parse import urlencode
 
 from watcher.model.objects import Key
-from watcher.model.stacks import Verdict
+from watcher.model.row_verdicts import Verdict
 
 FIELDS: Mapping[str, str] = {
     "kind": "kind",

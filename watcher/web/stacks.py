@@ -23,7 +23,8 @@ from watcher.export.report import plural
 from watcher.model.graph import Snapshot
 from watcher.model.objects import Key, describe
 from watcher.model.revisions import short
-from watcher.model.stacks import STACK_KINDS, Forest, Reconciler, Row, Stack, Verdict, build_forest
+from watcher.model.row_verdicts import Verdict
+from watcher.model.stacks import STACK_KINDS, Forest, Reconciler, Row, Stack, build_forest
 from watcher.model.types import Evaluation, Rejection
 from watcher.web.html import part_id, since
 from watcher.web.parts import Part
