@@ -206,8 +206,8 @@ class StreamHub(Generic[V]):
         With no view streamed it takes no state: the state holds a snapshot of the objects for
         the stacks, which at 200k objects is real work on the event loop on every evaluation,
         for nobody (a client that connects is given the state of that moment)."""
-        if not self.views:
-            return self._published.count, beat
+        if not self.views:  # and no heartbeat is due to nobody (the loop would wake at once)
+            return self._published.count, time.monotonic() + self.heartbeat
         seen, state = self._published.count, self._state()
         behind = [
             (view, cached)
