@@ -65,6 +65,20 @@ def finding(
     )
 
 
+def at_risk(
+    id: str, crd: Subject, installed_by: list[str], controllers: dict[str, str | None], *, objects: int | None
+) -> Finding:
+    """A CRDOwnershipRisk with the evidence its metrics read: installers, the foreign controllers
+    (name: the installer that deployed it) and how many objects would go with the CRD."""
+    found = finding(id, FindingType.CRD_OWNERSHIP_RISK, crd, since=None)
+    found.evidence = {
+        "installed_by": installed_by,
+        "controllers": [{"name": n, "deployed_by": by} for n, by in controllers.items()],
+        "objects": objects,
+    }
+    return found
+
+
 def denied(id: str, about: Subject, engine: str, policies: list[str]) -> Finding:
     """A PolicyDenied with the evidence its metric reads (engine, policies)."""
     found = finding(id, FindingType.POLICY_DENIED, about)
@@ -163,13 +177,19 @@ IMAGE_API = "image.toolkit.fluxcd.io/v1"
 
 def crd_ownership_risk() -> Evaluation:
     """A CRD one release installs and another stack's controller needs: a root before any incident,
-    cluster-scoped and with no moment it started (no since series)."""
+    cluster-scoped and with no moment it started (no since series); and a CRD two installers claim,
+    with no foreign controller and its instances not counted (no objects series)."""
     crd = subject("CustomResourceDefinition", "", "imagepolicies.image.toolkit.fluxcd.io",
                   "apiextensions.k8s.io/v1")
+    risk = at_risk("CRDOwnershipRisk/imagepolicies", crd, ["HelmRelease team-platform/platform-base"],
+                   {"image-reflector-controller": "HelmRelease team-delivery/image-automation"}, objects=1)
+    risk.affected = [subject("ImagePolicy", "team-apps", "podinfo", IMAGE_API)]
+    two = subject("CustomResourceDefinition", "", "buckets.example.io", "apiextensions.k8s.io/v1")
+    claimed = at_risk("CRDOwnershipRisk/buckets", two,
+                      ["Helm release a/one", "Kustomization flux-system/two"], {}, objects=None)
     return Evaluation(
         now=NOW,
-        findings=[finding("CRDOwnershipRisk/imagepolicies", FindingType.CRD_OWNERSHIP_RISK, crd, since=None,
-                          affected=[subject("ImagePolicy", "team-apps", "podinfo", IMAGE_API)])],
+        findings=[risk, claimed],
         objects=[],
         controllers=[],
         revisions=[],
@@ -202,6 +222,8 @@ def hostile() -> Evaluation:
             ),
             finding("unknown-since", FindingType.STUCK_RECONCILING, odd, since=None),
             denied(f"denied-{HOSTILE}", odd, "kyverno", [f"policy-{HOSTILE}", *EACH_ESCAPE]),
+            at_risk(f"risk-{HOSTILE}", subject("CustomResourceDefinition", "", f"crd-{HOSTILE}", "v1"),
+                    [f"HelmRelease a/{HOSTILE}", *EACH_ESCAPE], {f"ctl-{HOSTILE}": None}, objects=3),
         ],
         objects=[
             ObjectHealth(

@@ -131,6 +131,28 @@ def _denied(findings: Sequence[Finding]) -> list[Values]:
     ]
 
 
+def _at_risk(findings: Sequence[Finding]) -> list[Values]:
+    """(crd, installer, controller, controller_installer) per installer and controller at risk of
+    each CRDOwnershipRisk: which release's removal takes which other stack's controller down. A CRD
+    two installers claim with no foreign controller has one series per installer, controller ""."""
+    return [
+        (f.subject["name"], installer, controller["name"], controller["deployed_by"] or "")
+        for f in findings
+        if f.type is FindingType.CRD_OWNERSHIP_RISK
+        for installer in f.evidence["installed_by"]
+        for controller in f.evidence["controllers"] or [{"name": "", "deployed_by": None}]
+    ]
+
+
+def _risked_objects(findings: Sequence[Finding]) -> list[tuple[str, int]]:
+    """(crd, objects) per CRDOwnershipRisk whose instances could be counted."""
+    return [
+        (f.subject["name"], f.evidence["objects"])
+        for f in findings
+        if f.type is FindingType.CRD_OWNERSHIP_RISK and f.evidence["objects"] is not None
+    ]
+
+
 def _unique(items: Iterable[_Keyed]) -> list[_Keyed]:
     """First one wins: two series with the same labels would make Prometheus drop samples."""
     seen: set[Values] = set()
@@ -177,6 +199,34 @@ GROUPS: tuple[_Group, ...] = (
             ),
         ),
         prepare=_denied,
+    ),
+    _Group(
+        "crd_risks",
+        lambda e: e.findings,
+        (
+            Gauge[Values](
+                "stalewatch_crd_ownership_risk",
+                "1 per installer and foreign controller of each CRD at risk (a CRDOwnershipRisk finding): "
+                "removing or upgrading installer deletes crd, which controller (installed by "
+                "controller_installer) reconciles; controller is empty when two installers claim it.",
+                ("crd", "installer", "controller", "controller_installer"),
+                of=lambda row: (row, 1.0),
+            ),
+        ),
+        prepare=_at_risk,
+    ),
+    _Group(
+        "crd_risk_objects",
+        lambda e: e.findings,
+        (
+            Gauge[tuple[str, int]](
+                "stalewatch_crd_ownership_risk_objects",
+                "Custom resources that would be deleted with a CRD at risk (a CRDOwnershipRisk finding).",
+                ("crd",),
+                of=lambda row: ((row[0],), float(row[1])),
+            ),
+        ),
+        prepare=_risked_objects,
     ),
     _Group(
         "objects",
