@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -53,7 +54,19 @@ def paths(value: Any, prefix: str = "") -> set[str]:
     return {prefix}
 
 
-async def test_old_and_new_code_measure_every_pipeline_target_on_the_same_recording(recording: Path) -> None:
+async def test_old_and_new_code_measure_every_pipeline_target_on_the_same_recording(
+    recording: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[Path] = []  # this comparison's own worktree: other runs of the bench may have theirs
+    checkout = compare.worktree
+
+    @contextmanager
+    def recorded(ref: str) -> Iterator[Path]:
+        with checkout(ref) as tree:
+            made.append(tree)
+            yield tree
+
+    monkeypatch.setattr(compare, "worktree", recorded)
     result = await asyncio.to_thread(compare.compare, recording, rounds=1)
     assert result["old"]["commit"].startswith(compare.OLD_REF)
     assert result["new"]["commit"].startswith(procs.commit()[:40])
@@ -63,7 +76,9 @@ async def test_old_and_new_code_measure_every_pipeline_target_on_the_same_record
     trees = await asyncio.to_thread(
         subprocess.run, ["git", "worktree", "list"], cwd=procs.ROOT, capture_output=True, text=True
     )
-    assert "stalewatch-old-" not in trees.stdout
+    assert len(made) == 1
+    assert str(made[0]) not in trees.stdout
+    assert not made[0].exists()
 
 
 async def test_the_synthetic_stream_holds_the_envelope_mix_with_the_fields_the_api_server_wrote(
