@@ -124,6 +124,22 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         wait.epilog = EXIT_HELP
         wait.set_defaults(handler=wait_command, internal_error=EXIT_CANNOT_WAIT)
 
+    impact = commands.add_parser(
+        "impact",
+        parents=[settings],
+        help="what breaks if an object goes away or stops: a plan of its deletion",
+        description="Follow what depends on one object (a CRD, a HelmRelease or Kustomization, a\n"
+        "controller's Deployment, a source) in a snapshot or the cluster, and print it as a tree.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    if "impact" in argv:
+        from watcher.impacting import EXIT_HELP as IMPACT_EXITS
+        from watcher.impacting import add_impact_arguments, impact_command
+
+        add_impact_arguments(impact)
+        impact.epilog = IMPACT_EXITS
+        impact.set_defaults(handler=impact_command)
+
     fleet = commands.add_parser(
         "fleet",
         help="serve one page for many clusters, from the Prometheus that holds their series",

@@ -18,7 +18,7 @@ back every reflector retries at once instead of waiting out its backoff.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import aiohttp
@@ -50,8 +50,11 @@ class ClusterWatcher:
         controllers: Iterable[ControllerSpec],
         keep_namespace: Callable[[str], bool] = lambda namespace: True,
         options: WatchOptions | None = None,
+        built_in: Sequence[Resource] = BUILT_IN,
     ) -> None:
+        """`built_in`: the built-in kinds to watch (a one-shot reader needs fewer), CRDs among them."""
         self._api, self._sink, self._telemetry = api, sink, telemetry
+        self._built_in = tuple(built_in)
         self._controllers = tuple(controllers)
         self._keep = keep_namespace
         self._options = options or WatchOptions()
@@ -68,7 +71,7 @@ class ClusterWatcher:
         return sorted((r.resource for r, _ in self._running.values()), key=lambda r: (r.group, r.kind))
 
     async def start(self) -> None:
-        for resource in BUILT_IN:
+        for resource in self._built_in:
             self._start(resource, self if resource == CRDS else self._sink)
         self._telemetry.started = True
         self._probe = asyncio.create_task(self._probe_loop(), name="stalewatch probe")

@@ -42,12 +42,13 @@ def dependencies(obj: Mapping[str, Any]) -> list[Key]:
     return keys
 
 
-def inventory(obj: Mapping[str, Any], *, kinds: Collection[str] = INVENTORY_KINDS) -> list[Key]:
-    """Kustomization status.inventory.entries ids ("<ns>_<name>_<group>_<Kind>") of `kinds` as keys."""
+def inventory(obj: Mapping[str, Any], *, kinds: Collection[str] | None = INVENTORY_KINDS) -> list[Key]:
+    """Kustomization status.inventory.entries ids ("<ns>_<name>_<group>_<Kind>") of `kinds`
+    (None: of every kind) as keys."""
     keys = []
     for entry in dig(obj, "status", "inventory", "entries") or ():
         parts = entry["id"].split("_")
-        if len(parts) == 4 and parts[3] in kinds:
+        if len(parts) == 4 and (kinds is None or parts[3] in kinds):
             keys.append(Key(parts[2], parts[3], parts[0], parts[1]))
     return keys
 
