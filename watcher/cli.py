@@ -1,7 +1,8 @@
 """The `stalewatch` command line: one small function per subcommand, wiring settings, loaders,
 the model and the renderers. `run` is the live watcher in watcher.app (its flags and handler),
 `wait` the CI gate in watcher.waiting (its exit codes are its own: see `stalewatch wait --help`;
-a stalewatch bug there exits 2, "cannot wait", since 3 means timed out).
+a stalewatch bug there exits 2, "cannot wait", since 3 means timed out), `impact` the plan
+of a deletion in watcher.impacting (its exit codes: `stalewatch impact --help`).
 
 `analyze` exit codes: 0 nothing critical, 1 a critical root cause was found, 2 bad input or
 usage (the message says which file, object, flag or setting; never a traceback for a user

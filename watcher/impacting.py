@@ -19,9 +19,10 @@ from typing import Any
 from watcher.config import Settings, build_model_config, load_settings, parse_set_options
 from watcher.export.impact import render_json, render_text
 from watcher.model.graph import Packed, Store
-from watcher.model.impact import Outcome, Sight, SnapshotSight, impact
+from watcher.model.impact import impact
+from watcher.model.impact_tree import Outcome, Sight, SnapshotSight
 from watcher.model.kinds import CRD_KIND
-from watcher.model.objects import describe, key_of, parse_duration
+from watcher.model.objects import describe, format_duration, key_of, parse_duration
 from watcher.model.spelling import (
     CRD_GROUP,
     KNOWN,
@@ -161,7 +162,9 @@ async def _listed(
     settings: Settings, controllers: Sequence[ControllerSpec], typed: str, patience: timedelta
 ) -> tuple[Store, Sight]:
     from watcher.kube.client import KubeConfigError, load_client
+    from watcher.logs import setup_logging
 
+    setup_logging(level="error", fmt="text", stream=sys.stderr)
     try:
         api = await load_client(kubeconfig=settings.kubeconfig, context=settings.context)
     except KubeConfigError as error:
@@ -201,7 +204,9 @@ async def list_cluster(
                 await sink.changed.wait()
     except TimeoutError:
         if not telemetry.up:
-            raise BadInput(f"the Kubernetes API server did not answer within {patience}") from None
+            raise BadInput(
+                f"the Kubernetes API server did not answer within {format_duration(patience)}"
+            ) from None
     finally:
         await watcher.stop()
     return sink.store, LiveSight(telemetry, sink.store, CRDS.key, patience)
@@ -250,7 +255,7 @@ class LiveSight:
         if stats is not None:
             if stats.forbidden:
                 return "403 Forbidden: may not list it"
-            return "" if stats.synced else f"not listed within {self._timeout}"
+            return "" if stats.synced else f"not listed within {format_duration(self._timeout)}"
         if not group or "." not in group or group.endswith(".k8s.io"):
             return "a built-in kind stalewatch impact does not list"
         crds = self._kinds.get(self._crds)

@@ -10,7 +10,8 @@ import pytest
 
 from tests.model.builders import crd, deployment, helm_chart, helm_release, kustomization
 from watcher.model.graph import Store
-from watcher.model.impact import Effect, Outcome, SnapshotSight, impact
+from watcher.model.impact import impact
+from watcher.model.impact_tree import Effect, Outcome, SnapshotSight
 from watcher.model.objects import Key
 from watcher.model.projection import project
 from watcher.model.types import DEFAULT_CONTROLLERS, ControllerSpec

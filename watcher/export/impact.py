@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 
 from watcher.model.graph import installer_name
-from watcher.model.impact import Effect, Impact, Node, verdict
+from watcher.model.impact_tree import Effect, Impact, Node, verdict
 from watcher.model.objects import Key, describe
 from watcher.terminal import printable
 

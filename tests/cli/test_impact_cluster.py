@@ -1,0 +1,116 @@
+"""`stalewatch impact --kubeconfig` against the real kube-apiserver + etcd: an example stored there
+(as tests/cli/test_kubectl_output.py stores them), impact run as a subprocess, its answer the same
+as on the example's snapshot, namespaces aside."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from tests.cli.test_kubectl_output import EXAMPLES, example_namespaces, moved, store
+from tests.controlplane.harness import ControlPlane
+from watcher.cli import main
+
+pytestmark = pytest.mark.cluster
+IMPACT = (sys.executable, "-m", "watcher", "impact")
+
+
+def on(control_plane: ControlPlane, namespaces: list[str]) -> list[str]:
+    """The flags that read the test's cluster, in only these namespaces."""
+    return [
+        "--kubeconfig",
+        str(control_plane.kubeconfig),
+        "--set",
+        f"include_namespaces=[{','.join(namespaces)}]",
+    ]
+
+
+@pytest.fixture
+def renames(control_plane: ControlPlane, request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
+    prefix = f"i-{uuid.uuid4().hex[:8]}"
+    names = example_namespaces(request.node.callspec.params["example"])
+    mapping = {ns: f"{prefix}-{i}" for i, ns in enumerate(sorted(names))}
+    for name in mapping.values():
+        control_plane.kubectl("create", "namespace", name)
+    yield mapping
+    for name in mapping.values():
+        control_plane.kubectl("delete", "namespace", name, "--wait=false")
+
+
+def live_impact(
+    control_plane: ControlPlane, target: str, namespaces: list[str]
+) -> tuple[int, dict[str, Any]]:
+    done = subprocess.run(
+        [*IMPACT, target, "-o", "json", *on(control_plane, namespaces)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.stderr == ""
+    return done.returncode, orjson.loads(done.stdout)
+
+
+@pytest.mark.parametrize(
+    ("example", "target", "code"),
+    [
+        pytest.param(
+            "crd-ownership-risk", "crd/imagepolicies.image.toolkit.fluxcd.io", 1, id="crd-ownership-risk-crd"
+        ),
+    ],
+)
+def test_impact_on_the_cluster_is_the_impact_on_its_snapshot(
+    control_plane: ControlPlane,
+    renames: dict[str, str],
+    capsys: pytest.CaptureFixture[str],
+    example: str,
+    target: str,
+    code: int,
+) -> None:
+    crds = store(control_plane, example, renames)
+    try:
+        live_code, live = live_impact(control_plane, moved(target, renames), list(renames.values()))
+    finally:
+        if crds:
+            control_plane.kubectl("delete", "crd", *crds)
+    assert main(["impact", "-o", "json", target, str(EXAMPLES / example)]) == code
+    snapshot = orjson.loads(capsys.readouterr().out)
+    assert live_code == code
+    assert live == moved(snapshot, renames)
+
+
+def test_an_unknown_object_in_the_cluster_is_bad_input(control_plane: ControlPlane, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [*IMPACT, "ks/no-such-namespace/apps", *on(control_plane, ["no-such-namespace"])],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr == "stalewatch impact: Kustomization no-such-namespace/apps not found in the cluster\n"
+
+
+def test_an_unreachable_api_server_is_said_in_one_line(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: x\n"
+        "clusters: [{name: x, cluster: {server: 'https://127.0.0.1:9'}}]\n"
+        "users: [{name: x, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: x, user: x}}]\n"
+    )
+    done = subprocess.run(
+        [*IMPACT, "ks/flux-system/apps", "--kubeconfig", str(kubeconfig), "--timeout", "2s"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr == "stalewatch impact: the Kubernetes API server did not answer within 2s\n"
