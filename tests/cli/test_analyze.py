@@ -437,3 +437,16 @@ def test_crd_ownership_risk_example_names_each_crd_its_installer_the_other_relea
         assert finding["message"].startswith(
             "Removing or upgrading HelmRelease team-platform/platform-base deletes"
         )
+
+
+def test_healthy_multi_stack_example_with_a_kept_shared_crd_reports_no_findings(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Five root stacks, dependsOn between them and inside one, three releases with their charts,
+    controllers alive with Leases, and the image.toolkit CRDs one stack installs for another's
+    controller kept by helm.sh/resource-policy: keep: no CRDOwnershipRisk, nothing at all."""
+    example = EXAMPLES / "healthy-multi-stack"
+    code = main(["analyze", "--now", NOW, str(example)])
+    captured = capsys.readouterr()
+    assert (code, captured.err) == (0, "")
+    assert captured.out == f"No findings: {objects_in(example)} objects evaluated, all healthy.\n"

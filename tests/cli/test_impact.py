@@ -297,3 +297,47 @@ def test_the_json_document_is_the_text_trees_graph(capsys: pytest.CaptureFixture
     assert (
         len(text) == len(nodes(found["tree"])) + 2
     )  # the target's line, one per node below, a blank, the verdict
+
+
+HEALTHY = EXAMPLES / "healthy-multi-stack"
+
+
+def test_on_a_healthy_cluster_the_shared_crd_still_has_dependents(capsys: pytest.CaptureFixture[str]) -> None:
+    code, found = impact_json(capsys, "crd/imagerepositories.image.toolkit.fluxcd.io", str(HEALTHY))
+    assert code == 1
+    assert rows(found, "cannot_watch") == {
+        ("cannot_watch", "Deployment", "team-delivery", "image-reflector-controller")
+    }
+    assert found["summary"]["stacks"] == [
+        "Kustomization flux-system/apps",
+        "Kustomization flux-system/web-images",
+        "HelmRelease team-delivery/image-automation",
+    ]
+
+
+def test_a_release_whose_crds_are_kept_breaks_nothing_when_removed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, found = impact_json(capsys, "hr/team-platform/platform-base", str(HEALTHY))
+    assert code == 0
+    assert rows(found, "kept") == {
+        ("kept", "CustomResourceDefinition", "", f"{plural}.image.toolkit.fluxcd.io")
+        for plural in ("imagepolicies", "imagerepositories")
+    }
+    assert found["verdict"] == (
+        "nothing depends on HelmRelease team-platform/platform-base: removing HelmRelease "
+        "team-platform/platform-base breaks nothing (it removes 1 object it installed)"
+    )
+
+
+def test_dependsOn_between_root_stacks_is_followed_transitively(capsys: pytest.CaptureFixture[str]) -> None:
+    code, found = impact_json(capsys, "ks/flux-system/platform", str(HEALTHY))
+    assert code == 1
+    [delivery] = [n for n in found["tree"]["children"] if n["name"] == "delivery"]
+    assert delivery["why"] == "dependsOn Kustomization flux-system/platform, which is removed"
+    assert [(n["name"], n["why"]) for n in delivery["children"]] == [
+        ("apps", "dependsOn Kustomization flux-system/delivery, which is blocked")
+    ]
+    assert rows(found, "blocked") == {
+        ("blocked", "Kustomization", "flux-system", name) for name in ("delivery", "apps")
+    }

@@ -64,6 +64,12 @@ def live_impact(
         pytest.param(
             "crd-ownership-risk", "crd/imagepolicies.image.toolkit.fluxcd.io", 1, id="crd-ownership-risk-crd"
         ),
+        pytest.param(
+            "healthy-multi-stack", "ks/flux-system/platform", 1, id="healthy-multi-stack-dependsOn-chain"
+        ),
+        pytest.param(
+            "healthy-multi-stack", "hr/team-platform/platform-base", 0, id="healthy-multi-stack-kept-crds"
+        ),
     ],
 )
 def test_impact_on_the_cluster_is_the_impact_on_its_snapshot(

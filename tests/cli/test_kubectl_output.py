@@ -33,7 +33,10 @@ KINDS = ",".join(
 CRDS = Path(__file__).parent / "crds"
 EXAMPLE_KINDS = {"policy-denied-loadbalancer": (CRDS / "edgegateways.yaml", "edgegateways")}
 """Examples with a custom resource of their own: its CRD, installed first, and its plural."""
-EXTRA_KINDS = {"crd-ownership-risk": "customresourcedefinitions,imagerepositories,imagepolicies"}
+EXTRA_KINDS = {
+    "crd-ownership-risk": "customresourcedefinitions,imagerepositories,imagepolicies",
+    "healthy-multi-stack": "customresourcedefinitions,imagerepositories,imagepolicies",
+}
 """Kinds an example holds beyond KINDS whose CRDs are in the example itself (a snapshot of them)."""
 CRD = "CustomResourceDefinition"
 
@@ -130,6 +133,7 @@ def findings(capsys: pytest.CaptureFixture[str], path: Path) -> list[dict[str, A
         pytest.param("policy-denied-loadbalancer", "yaml", id="policy-denied-loadbalancer-from-kubectl-yaml"),
         pytest.param("healthy", "yaml", id="healthy-from-kubectl-yaml"),
         pytest.param("crd-ownership-risk", "yaml", id="crd-ownership-risk-from-kubectl-yaml"),
+        pytest.param("healthy-multi-stack", "json", id="healthy-multi-stack-from-kubectl-json"),
     ],
 )
 def test_real_kubectl_output_gives_the_examples_findings(
