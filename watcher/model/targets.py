@@ -16,18 +16,13 @@ from dataclasses import dataclass
 from watcher.model.kinds import FLUX_GROUPS
 from watcher.model.objects import Key
 from watcher.model.revisions import parse_revision
+from watcher.model.spelling import KNOWN
 
 WAITABLE: Mapping[str, tuple[str, ...]] = {
-    "Kustomization": ("kustomization", "kustomizations", "ks"),
-    "HelmRelease": ("helmrelease", "helmreleases", "hr"),
-    "Terraform": ("terraform", "terraforms", "tf"),
-    "GitRepository": ("gitrepository", "gitrepositories"),
-    "OCIRepository": ("ocirepository", "ocirepositories"),
-    "HelmRepository": ("helmrepository", "helmrepositories"),
-    "Bucket": ("bucket", "buckets"),
-    "HelmChart": ("helmchart", "helmcharts"),
+    s.kind: s.names() for s in KNOWN if FLUX_GROUPS.get(s.kind) == s.group
 }
-"""Every kind `wait` takes, and the names it answers to (matched case-insensitively)."""
+"""Every kind `wait` takes, and the names it answers to (matched case-insensitively): kubectl's,
+declared once in spelling.KNOWN."""
 
 _BY_NAME = {name: kind for kind, names in WAITABLE.items() for name in names}
 _NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
