@@ -46,6 +46,7 @@ _EXITS: tuple[tuple[int, str], ...] = (
 )  # fmt: skip
 EXIT_CODES: Mapping[Outcome, int] = {Outcome.NOTHING: 0, Outcome.BREAKS: 1, Outcome.UNKNOWN: 4}
 EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
 
 
 def _exit_help() -> str:
@@ -129,6 +130,9 @@ def impact_command(args: argparse.Namespace) -> int:
             sys.stdout.write(render_text(found))
     except (SpellingError, BadInput) as error:
         complain(printable(f"stalewatch impact: {error}"))
+    except KeyboardInterrupt:
+        complain("stalewatch impact: interrupted")
+        return EXIT_INTERRUPTED
     return code
 
 

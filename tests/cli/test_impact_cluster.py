@@ -16,6 +16,7 @@ import pytest
 
 from tests.cli.test_kubectl_output import EXAMPLES, example_namespaces, moved, store
 from tests.controlplane.harness import ControlPlane
+from tests.wait.stack import read_access
 from watcher.cli import main
 
 pytestmark = pytest.mark.cluster
@@ -120,3 +121,50 @@ def test_an_unreachable_api_server_is_said_in_one_line(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert done.stderr == "stalewatch impact: the Kubernetes API server did not answer within 2s\n"
+
+
+READ = {
+    "apps": ["deployments", "statefulsets", "daemonsets"],
+    "apiextensions.k8s.io": ["customresourcedefinitions"],
+    "source.toolkit.fluxcd.io": ["gitrepositories", "ocirepositories", "helmrepositories", "buckets"],
+    "kustomize.toolkit.fluxcd.io": ["kustomizations"],
+    "helm.toolkit.fluxcd.io": ["helmreleases"],
+    "infra.contrib.fluxcd.io": ["terraforms"],
+}
+"""What impact lists, but HelmCharts."""
+
+
+def test_a_kind_it_needs_but_may_not_list_is_named_and_never_answered_as_safe(
+    control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    namespace = f"i-{uuid.uuid4().hex[:8]}"
+    account = f"{namespace}-reader"
+    repository = {
+        "apiVersion": "source.toolkit.fluxcd.io/v1",
+        "kind": "HelmRepository",
+        "metadata": {"name": "charts", "namespace": namespace},
+        "spec": {"interval": "1h", "url": "https://charts.example"},
+    }
+    control_plane.kubectl("create", "namespace", namespace)
+    try:
+        listed = {
+            "apiVersion": "v1",
+            "kind": "List",
+            "items": [*read_access(namespace, account, READ), repository],
+        }
+        control_plane.kubectl("apply", "-f", "-", stdin=orjson.dumps(listed).decode())
+        token = control_plane.service_account_token(namespace, account)
+        kubeconfig = control_plane.write_kubeconfig(tmp_path / "reader", user={"token": token})
+        done = subprocess.run(
+            [*IMPACT, f"helmrepo/{namespace}/charts", "-o", "json", "--kubeconfig", str(kubeconfig)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        control_plane.kubectl("delete", "namespace", namespace, "--wait=false")
+        control_plane.kubectl("delete", "clusterrole,clusterrolebinding", account)
+    found = orjson.loads(done.stdout)
+    assert (done.returncode, found["outcome"]) == (4, "unknown")
+    assert found["not_looked_at"] == ["HelmChart: 403 Forbidden: may not list it"]
