@@ -16,13 +16,14 @@ from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
+from watcher.cli_args import add_cluster_arguments, positive_duration
 from watcher.config import Settings, build_model_config, load_settings, parse_set_options
 from watcher.export.impact import render_json, render_text
 from watcher.model.graph import Packed, Store
 from watcher.model.impact import impact
 from watcher.model.impact_tree import Outcome, Sight, SnapshotSight
 from watcher.model.kinds import CRD_KIND
-from watcher.model.objects import describe, format_duration, key_of, parse_duration
+from watcher.model.objects import describe, format_duration, key_of
 from watcher.model.spelling import (
     CRD_GROUP,
     KNOWN,
@@ -74,23 +75,15 @@ def add_impact_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="snapshot file or directory, as for analyze; none: read the cluster (--kubeconfig)",
     )
-    parser.add_argument("--kubeconfig", metavar="FILE", help="default $KUBECONFIG, else ~/.kube/config")
-    parser.add_argument("--context", metavar="NAME", help="kubeconfig context (default: its current-context)")
+    add_cluster_arguments(parser)
     parser.add_argument(
         "--timeout",
-        type=_duration,
+        type=positive_duration,
         default=timedelta(minutes=1),
         metavar="DURATION",
         help="how long listing the cluster may take (default 1m)",
     )
     parser.add_argument("-o", "--output", choices=("text", "json"), default="text", help="report format")
-
-
-def _duration(text: str) -> timedelta:
-    value = parse_duration(text)
-    if value is None or value <= timedelta(0):
-        raise argparse.ArgumentTypeError(f"expected a positive duration such as 30s or 2m; got {text!r}")
-    return value
 
 
 class BadInput(Exception):

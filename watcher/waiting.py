@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from watcher.cli_args import add_cluster_arguments, positive_duration
 from watcher.config import ConfigError, Settings, build_model_config, load_settings, parse_set_options
 from watcher.export.wait import progress_line, render_json, render_text
 from watcher.kube.client import KubeConfigError, load_client
@@ -30,7 +31,7 @@ from watcher.logs import setup_logging
 from watcher.model.convergence import Blind, Outcome, Verdict, default_revision, judge
 from watcher.model.graph import Packed, Store
 from watcher.model.kinds import KINDS, Judge
-from watcher.model.objects import key_of, parse_duration
+from watcher.model.objects import key_of
 from watcher.model.targets import Target, TargetError, check_revision, parse_target
 from watcher.telemetry import Telemetry
 from watcher.terminal import complain
@@ -89,14 +90,14 @@ def add_wait_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--timeout",
-        type=_duration,
+        type=positive_duration,
         default=timedelta(minutes=5),
         metavar="DURATION",
         help="give up (exit 3) after this long (default 5m)",
     )
     parser.add_argument(
         "--grace",
-        type=_duration,
+        type=positive_duration,
         default=timedelta(minutes=1),
         metavar="DURATION",
         help="how long a Pod may be in ImagePullBackOff, CrashLoopBackOff, ... counted "
@@ -104,14 +105,13 @@ def add_wait_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--blind-timeout",
-        type=_duration,
+        type=positive_duration,
         default=timedelta(seconds=30),
         metavar="DURATION",
         help="how long the API server may be unreachable or a needed kind forbidden "
         "before exit 2 (default 30s)",
     )
-    parser.add_argument("--kubeconfig", metavar="FILE", help="default $KUBECONFIG, else ~/.kube/config")
-    parser.add_argument("--context", metavar="NAME", help="kubeconfig context (default: its current-context)")
+    add_cluster_arguments(parser)
     parser.add_argument(
         "-o",
         "--output",
@@ -119,15 +119,6 @@ def add_wait_arguments(parser: argparse.ArgumentParser) -> None:
         default="text",
         help="json: quiet, one document at the end",
     )
-
-
-def _duration(text: str) -> timedelta:
-    value = parse_duration(text)
-    if value is None or value <= timedelta(0):
-        raise argparse.ArgumentTypeError(
-            f"expected a positive duration such as 30s, 5m or 1h30m; got {text!r}"
-        )
-    return value
 
 
 def wait_command(args: argparse.Namespace) -> int:
