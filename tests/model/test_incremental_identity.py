@@ -50,6 +50,26 @@ def example_objects() -> list[Obj]:
     ]
 
 
+def unclaimed_variants(objs: list[Obj]) -> list[Obj]:
+    """The CRDs and Deployments of the crd-ownership-risk example as their installers could leave
+    them: without labels (claimed by Helm annotations or inventories alone), a Deployment without
+    its Helm annotations too (deployed by nobody known), and each CRD kept
+    (helm.sh/resource-policy: keep), so a risk comes and goes with a change the CRD, its
+    installers or its controller's workload make (CRDRisks judges again only on what it read)."""
+    found = []
+    for obj in objs:
+        meta = obj["metadata"]
+        if obj["kind"] in ("CustomResourceDefinition", "Deployment") and "image" in meta["name"]:
+            found.append({**obj, "metadata": {k: v for k, v in meta.items() if k != "labels"}})
+        if obj["kind"] == "Deployment" and "image" in meta["name"]:
+            unknown = {k: v for k, v in meta.items() if k not in ("labels", "annotations")}
+            found.append({**obj, "metadata": unknown})
+        if obj["kind"] == "CustomResourceDefinition":
+            notes = {**meta.get("annotations", {}), "helm.sh/resource-policy": "keep"}
+            found.append({**obj, "metadata": {**meta, "annotations": notes}})
+    return found
+
+
 def variants() -> dict[Key, list[dict[str, Any]]]:
     """Projected objects by key: every state some scenario gives that object.
 
@@ -65,6 +85,7 @@ def variants() -> dict[Key, list[dict[str, Any]]]:
         *tofu_world(),
         *workload_world(),
         *example_objects(),
+        *unclaimed_variants(example_objects()),
         *[o for name in CONTROLLERS for o in controller(name, lease_renewed=None)],
         warning_about("apps", count=9, first=60 * MIN, last=MIN),
         warning_about("flux-system", count=3, first=90 * MIN, last=40 * MIN),

@@ -112,11 +112,11 @@ def _controllers(run: Pass, controllers: Sequence[ControllerState]) -> dict[Key,
     """ControllerDown per down workload; returns the controllers' own workloads and Pods."""
     own: dict[Key, ControllerState] = {}
     for state in controllers:
-        own[key_of_subject(state.health.subject)] = state
+        subject = state.health.subject
+        own[key := key_of_subject(subject)] = state
         own.update(dict.fromkeys(state.pods, state))
         if state.health.up:
             continue
-        subject = state.health.subject
         evidence = {
             "controller": state.spec.name,
             "reason": state.health.reason,
@@ -127,7 +127,8 @@ def _controllers(run: Pass, controllers: Sequence[ControllerState]) -> dict[Key,
         down = run.add(
             new_finding(
                 run.config, FindingType.CONTROLLER_DOWN, subject, message, state.health.since, evidence
-            )
+            ),
+            key=key,
         )
         run.advice[down.id] = state.advice
     return own

@@ -21,8 +21,8 @@ from typing import Any
 
 from watcher.model.context import new_finding
 from watcher.model.controllers import ControllerState, reconciles
-from watcher.model.graph import Store, claims, installer_name
-from watcher.model.kinds import CONTROLLER_WORKLOADS, HELM_GROUP, KUSTOMIZE_GROUP, Track, key_of_kind
+from watcher.model.graph import Edge, Recorder, Store, claims, installer_name
+from watcher.model.kinds import Track, key_of_kind
 from watcher.model.objects import Key, annotations_of, describe, is_deleting, subject_of, text
 from watcher.model.types import Finding, FindingType, ModelConfig, Subject
 from watcher.model.working import key_of_subject
@@ -141,36 +141,47 @@ def _objects(kind: str, instances: Instances | None) -> str:
 _UNOWNED = "no stack"
 
 _CRD = key_of_kind(Track.CRD)
-_READS = frozenset(
-    {_CRD, (HELM_GROUP, "HelmRelease"), (KUSTOMIZE_GROUP, "Kustomization")}
-    | {("apps", kind) for kind in CONTROLLER_WORKLOADS}
-)
-"""Kinds whose change can make or unmake a risk (CRDs, installers and their edges, controller workloads)."""
 
 
 class CRDRisks:
-    """The CRDOwnershipRisk findings of every visible CRD, judged again when a CRD, an installer,
-    a controller workload or an object of an at-risk CRD's kind changes."""
+    """The CRDOwnershipRisk findings of every visible CRD, judged again when a CRD, an object of
+    an at-risk CRD's kind (both listed whole), or an object or reverse edge the last judgement
+    read changes (installers, controller workloads and their edges: read through a Recorder)."""
 
     def __init__(self, config: ModelConfig, store: Store) -> None:
         self._config, self._store = config, store
         self._findings: dict[Key, Finding] = {}
-        self._kinds: set[tuple[str, str]] = set()
-        """The kinds of the CRDs at risk: their objects are counted in the findings."""
+        self._kinds: set[tuple[str, str]] = {_CRD}
+        """The kinds listed whole: CRDs, and those of the CRDs at risk (counted in the findings)."""
+        self._reads: Recorder | None = None
+        """What the last judgement read; None: judge at the next refresh."""
 
     def refresh(
-        self, touched: Collection[Key], *, controllers: Sequence[ControllerState], everything: bool
+        self,
+        touched: Collection[Key],
+        edges: Collection[Edge],
+        *,
+        controllers: Sequence[ControllerState],
+        everything: bool,
     ) -> bool:
-        """Judge every CRD again if `touched` holds something a risk reads: whether the findings changed."""
-        reads = _READS | self._kinds
-        if not everything and not any((k.group, k.kind) in reads for k in touched):
+        """Judge every CRD again if a touched object or edge is one a risk reads: whether the
+        findings changed. `everything`: the controllers or what is visible changed."""
+        reads, kinds = self._reads, self._kinds
+        if (
+            not everything
+            and reads is not None
+            and not any((k.group, k.kind) in kinds for k in touched)
+            and reads.keys.isdisjoint(touched)
+            and reads.edges.isdisjoint(edges)
+        ):
             return False
+        view = self._reads = Recorder(self._store)
         found: dict[Key, Finding] = {}
         for key in sorted(self._store.raw_of_kind(*_CRD)):
-            crd = self._store.get(key)
-            if crd is not None and (risk := self._judge(crd, controllers)) is not None:
+            crd = view.get(key)
+            if crd is not None and (risk := self._judge(view, crd, controllers)) is not None:
                 found[key] = risk
-        self._kinds = {(f.evidence["group"], f.evidence["kind"]) for f in found.values()}
+        self._kinds = {_CRD} | {(f.evidence["group"], f.evidence["kind"]) for f in found.values()}
         changed = found != self._findings
         self._findings = found
         return changed
@@ -178,36 +189,38 @@ class CRDRisks:
     def findings(self) -> list[Finding]:
         return list(self._findings.values())
 
-    def _judge(self, crd: Mapping[str, Any], controllers: Sequence[ControllerState]) -> Finding | None:
-        installers = list(dict.fromkeys(claims(self._store, crd)))
+    def _judge(
+        self, view: Recorder, crd: Mapping[str, Any], controllers: Sequence[ControllerState]
+    ) -> Finding | None:
+        installers = list(dict.fromkeys(claims(view, crd)))
         if not installers:
             return None
         group, kind = text(crd, "spec", "group"), text(crd, "spec", "names", "kind")
-        consumers = [self._consumer(c) for c in controllers if reconciles(c.spec, group, kind)]
+        consumers = [self._consumer(view, c) for c in controllers if reconciles(c.spec, group, kind)]
         return crd_ownership_risk(
             crd,
             installers=installers,
             consumers=consumers,
-            instances=lambda: self._instances(group, kind),
+            instances=lambda: self._instances(view, group, kind),
             config=self._config,
         )
 
-    def _consumer(self, state: ControllerState) -> Consumer:
+    def _consumer(self, view: Recorder, state: ControllerState) -> Consumer:
         subject = state.health.subject
-        workload = self._store.get(key_of_subject(subject))
-        installer = next(claims(self._store, workload), None) if workload is not None else None
+        workload = view.get(key_of_subject(subject))
+        installer = next(claims(view, workload), None) if workload is not None else None
         return Consumer(state.spec.name, subject, installer)
 
-    def _instances(self, group: str, kind: str) -> Instances | None:
+    def _instances(self, view: Recorder, group: str, kind: str) -> Instances | None:
         if not self._store.visible(kind):
             return None
         subjects: list[Subject] = []
         stacks: Counter[str] = Counter()
         for key in sorted(self._store.raw_of_kind(group, kind)):
-            obj = self._store.get(key)
+            obj = view.get(key)
             if obj is None:
                 continue
             subjects.append(subject_of(obj))
-            installer = next(claims(self._store, obj), None)
+            installer = next(claims(view, obj), None)
             stacks[installer_name(installer) if installer is not None else _UNOWNED] += 1
         return Instances(subjects, dict(sorted(stacks.items())))

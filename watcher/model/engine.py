@@ -37,11 +37,7 @@ from watcher.model.crd_risk import CRDRisks
 from watcher.model.deadlines import Deadlines
 from watcher.model.graph import Edge, Packed, Recorder, Snapshot, Store
 from watcher.model.kinds import TRACKED, Track, key_of_kind
-from watcher.model.objects import (
-    Key,
-    key_of,
-    subject_of,
-)
+from watcher.model.objects import Key, key_of, subject_of
 from watcher.model.quarantine import dropped_fields, rule_failed
 from watcher.model.removals import Removals
 from watcher.model.rows import object_health, revision_info
@@ -297,16 +293,17 @@ class HealthModel:
             self._refresh_object(key, now)
             self._store.pack(key)
         controllers = self._controllers.visible()
-        if self._risks.refresh(self._touched, controllers=controllers, everything=self._recheck):
+        touched, edges = self._touched, self._touched_edges
+        if self._risks.refresh(touched, edges, controllers=controllers, everything=self._recheck):
             self._recheck = True
-        owners_changed = self._correlator.forget(self._touched, self._touched_edges)
+        owners_changed = self._correlator.forget(touched, edges)
         if self._last is None or owners_changed or self._must_correlate():
             reads = Recorder(self._store)
             candidates = [f for key in sorted(self._with_findings) for f in self._local[key].findings]
             self._correlation = self._correlator.run(
                 candidates,
                 view=reads,
-                controllers=self._controllers.visible(),
+                controllers=controllers,
                 removals=self._removals.findings() + self._risks.findings(),
                 config=self._config,
                 now=now,
@@ -325,7 +322,7 @@ class HealthModel:
             now=now,
             findings=findings,
             objects=self._health.values(),
-            controllers=[s.health for s in self._controllers.visible()],
+            controllers=[s.health for s in controllers],
             revisions=self._revisions.values(),
             rejected=self._rejected_now(),
         )

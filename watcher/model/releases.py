@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from watcher.model.context import new_finding
@@ -22,7 +21,6 @@ from watcher.model.objects import (
     condition,
     condition_evidence,
     describe,
-    finding_id,
     is_true,
     subject_of,
 )
@@ -39,19 +37,18 @@ class _Seed:
     installed: Key
     failing: Finding
     """The candidate (not the pass's copy) of the first failing object."""
-    message: str
-    evidence: dict[str, Any]
-    """With "failing" empty: every pass lists them afresh, on a copy."""
-    since: datetime | None
+    finding: Finding
+    """With "failing" empty in its evidence: every pass lists them afresh, on a copy."""
 
 
 class ReleaseMemo:
     """Release findings and failing states kept across passes while their inputs are the same objects."""
 
     def __init__(self) -> None:
-        self._seeds: dict[str, _Seed] = {}
+        self._seeds: dict[Key, _Seed] = {}
         self._states: dict[str, tuple[Finding, WorkloadState]] = {}
         self._used: set[str] = set()
+        self._used_seeds: set[Key] = set()
 
     def state(self, run: Pass, finding_id_: str) -> WorkloadState:
         """The failing state of the object behind a finding (it exists: owners said so)."""
@@ -66,20 +63,22 @@ class ReleaseMemo:
         self._states[finding_id_] = (candidate, state)
         return state
 
-    def seed(self, run: Pass, release: Mapping[str, Any], installed: Key, failing: Finding) -> _Seed:
-        subject = subject_of(release)
-        rid = finding_id(FindingType.RELEASE_READY_WORKLOAD_FAILING, subject)
-        self._used.add(rid)
+    def seed(
+        self, run: Pass, key: Key, release: Mapping[str, Any], installed: Key, failing: Finding
+    ) -> Finding:
+        """The release finding of the release at `key`, its "failing" list empty (see _Seed)."""
+        self._used_seeds.add(key)
         candidate = run.origin[failing.id]
-        kept = self._seeds.get(rid)
+        kept = self._seeds.get(key)
         if (
             kept is not None
             and kept.release is release
             and kept.installed == installed
             and kept.failing is candidate
         ):
-            return kept
+            return kept.finding
         state = self.state(run, failing.id)
+        subject = subject_of(release)
         ready = condition(release, "Ready") or {}
         what = f"{describe(installed)} it installed"
         if installed != run.keys[failing.id]:
@@ -96,15 +95,18 @@ class ReleaseMemo:
             "reason": failing.evidence.get("reason", ""),
             "image": failing.evidence.get("image", ""),
         }
-        seed = self._seeds[rid] = _Seed(release, installed, candidate, message, evidence, failing.since)
-        return seed
+        kind = FindingType.RELEASE_READY_WORKLOAD_FAILING
+        finding = new_finding(run.config, kind, subject, message, failing.since, evidence)
+        self._seeds[key] = _Seed(release, installed, candidate, finding)
+        return finding
 
     def end_pass(self) -> None:
         """Keep only what this pass used: the rest is about objects no longer failing."""
-        for kept in (self._seeds, self._states):
-            for stale in kept.keys() - self._used:
-                del kept[stale]
-        self._used = set()
+        for stale in self._states.keys() - self._used:
+            del self._states[stale]
+        for gone in self._seeds.keys() - self._used_seeds:
+            del self._seeds[gone]
+        self._used, self._used_seeds = set(), set()
 
     def clear(self) -> None:
         self._seeds.clear()
@@ -170,16 +172,6 @@ def _release_finding(
     release = run.store.get(key)
     if release is None or key in own_pods or not is_true(release, "Ready"):
         return None
-    seed = memo.seed(run, release, installed, failing)
-    evidence = dict(seed.evidence)
-    evidence["failing"] = [describe(failing.subject)]
-    return run.add(
-        new_finding(
-            run.config,
-            FindingType.RELEASE_READY_WORKLOAD_FAILING,
-            subject_of(release),
-            seed.message,
-            seed.since,
-            evidence,
-        )
-    )
+    copy = run.add(memo.seed(run, key, release, installed, failing), key=key)
+    copy.evidence = {**copy.evidence, "failing": [describe(failing.subject)]}
+    return copy

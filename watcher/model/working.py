@@ -98,19 +98,23 @@ class Pass:
         """A working copy: candidates are cached by the engine and must stay as they are, so
         root_cause/affected/message are set on the copy and evidence is replaced, never mutated."""
         f = finding
-        copy = Finding(f.id, f.type, f.severity, f.subject, f.message, f.since, f.evidence)
-        key = key or key_of_subject(copy.subject)
+        fid = f.id
+        copy = Finding(fid, f.type, f.severity, f.subject, f.message, f.since, f.evidence)
+        if key is None:
+            key = key_of_subject(copy.subject)
         if self.satellites:
             self.promote(key)
-        self.found[copy.id] = copy
-        self.origin[copy.id] = finding
-        self.keys[copy.id] = key
-        ids = self.by_subject[key]
-        ids.append(copy.id)
-        if len(ids) > 1:
+        self.found[fid] = copy
+        self.origin[fid] = finding
+        self.keys[fid] = key
+        ids = self.by_subject.get(key)
+        if ids is None:
+            self.by_subject[key] = [fid]
+        else:
+            ids.append(fid)
             ids.sort(key=lambda i: (_RANK[self.found[i].type], i))
         if link is not None:
-            self.links[copy.id] = link
+            self.links[fid] = link
         return copy
 
     def promote(self, key: Key) -> None:
