@@ -202,7 +202,7 @@ def stalewatch_pass(lines: list[Line], *, evaluate: str, now: datetime) -> float
             begun = clock()
             model.evaluate(now)
             ended = clock()
-            pacing.passed(ended=ended, cost=ended - begun)
+            pacing.passed(started=begun, ended=ended, cost=ended - begun)
             due = ended + pacing.delay(ended)
     model.evaluate(now)
     elapsed = clock() - started

@@ -88,21 +88,27 @@ async def test_a_burst_of_events_is_coalesced_into_one_evaluation_shortly_after(
     ("last_pass", "woken_at", "wait"),
     [
         pytest.param(None, 100.0, 0.05, id="the-first-change-waits-the-debounce"),
-        pytest.param((10.0, 0.02), 100.0, 0.05, id="a-change-after-a-quiet-spell-waits-the-debounce"),
+        pytest.param((9.98, 10.0, 0.02), 100.0, 0.05, id="a-change-after-a-quiet-spell-waits-the-debounce"),
         pytest.param(
-            (100.0, 0.01), 100.0, 0.01 * Pacing.SHARE, id="back-to-back-passes-are-spread-by-their-cost"
+            (99.99, 100.0, 0.01), 100.0, 0.01 * Pacing.SHARE, id="back-to-back-passes-are-spread-by-cost"
         ),
-        pytest.param((100.0, 0.0001), 100.0, 0.05, id="a-cheap-pass-never-waits-less-than-the-debounce"),
-        pytest.param((100.0, 2.0), 100.0, 0.5, id="a-costly-pass-never-delays-a-change-past-longest"),
+        pytest.param(
+            (100.0, 100.0, 0.0001), 100.0, 0.05, id="a-cheap-pass-never-waits-less-than-the-debounce"
+        ),
+        pytest.param(
+            (99.9, 100.0, 0.1), 100.0, 0.4, id="the-next-pass-starts-at-most-longest-after-the-last-began"
+        ),
+        pytest.param((99.7, 100.0, 0.3), 100.0, 0.3, id="a-pass-longer-than-half-longest-waits-its-own-time"),
+        pytest.param((98.0, 100.0, 2.0), 100.0, 0.5, id="a-costly-pass-never-delays-a-change-past-longest"),
     ],
 )
 def test_passes_under_churn_wait_in_proportion_to_their_cost_within_bounds(
-    last_pass: tuple[float, float] | None, woken_at: float, wait: float
+    last_pass: tuple[float, float, float] | None, woken_at: float, wait: float
 ) -> None:
     pacing = Pacing(debounce=0.05, longest=0.5)
     if last_pass is not None:
-        ended, cost = last_pass
-        pacing.passed(ended=ended, cost=cost)
+        started, ended, cost = last_pass
+        pacing.passed(started=started, ended=ended, cost=cost)
     assert pacing.delay(woken_at) == pytest.approx(wait)
 
 

@@ -96,7 +96,11 @@ class SyncCollections:
 class Pacing:
     """How long to wait before the next pass: at least `debounce` after the first change, and,
     while changes keep coming, long enough after the last pass that passes take at most
-    1/(SHARE+1) of a core, but never longer than `longest` (detection latency stays bounded).
+    1/(SHARE+1) of a core, but never so long that the next pass starts later than `longest`
+    after the last one started (detection latency stays bounded: a change that came just after
+    a pass began waits for the next one, so the wait counts from that beginning), unless the
+    last pass itself took longer than half of `longest` (then it waits its own duration, so
+    costly passes never run back to back), and never longer than `longest` after the change.
 
     An event after a quiet spell is evaluated `debounce` after it, as before: only back-to-back
     passes are spread out. The cost is the pass's CPU time (thread time), not wall time, so a
@@ -117,8 +121,10 @@ class Pacing:
         """Seconds to wait at `now`, when a change has just woken the loop."""
         return max(self.debounce, min(self._next - now, self.longest))
 
-    def passed(self, *, ended: float, cost: float) -> None:
-        self._next = ended + cost * self.SHARE
+    def passed(self, *, started: float, ended: float, cost: float) -> None:
+        """A pass ran from `started` to `ended` (monotonic) and took `cost` CPU seconds."""
+        took = ended - started
+        self._next = ended + min(cost * self.SHARE, max(self.longest - took, took))
 
 
 class LiveModel:
@@ -320,11 +326,13 @@ class LiveModel:
                 except TimeoutError:
                     pass
                 self._dirty.clear()
-                started = time.thread_time()
+                began, started = time.monotonic(), time.thread_time()
                 try:
                     self.evaluate()
                 except Exception:  # evaluate() keeps its own failures; this is a bug around it
                     log.exception("evaluation failed; serving the previous evaluation")
-                self._pacing.passed(ended=time.monotonic(), cost=time.thread_time() - started)
+                self._pacing.passed(
+                    started=began, ended=time.monotonic(), cost=time.thread_time() - started
+                )
         finally:
             self.collections.restore()  # stopped before the sync finished

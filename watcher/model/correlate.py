@@ -270,8 +270,9 @@ def _dependencies(run: Pass) -> None:
 
 
 def _unexplained_block(run: Pass, finding: Finding, waited: Sequence[Key]) -> None:
-    missing = [k for k in waited if run.store.get(k) is None]
-    if missing and finding.evidence.get("waits_on") == "dependsOn":
+    on_dependencies = finding.evidence.get("waits_on") == "dependsOn"  # an inventory's entries: no "missing"
+    missing = [k for k in waited if run.store.get(k) is None] if on_dependencies else []
+    if missing:
         finding.message += " Missing: " + ", ".join(describe(k) for k in missing) + " (not found)."
         finding.evidence = {
             **finding.evidence,
