@@ -96,11 +96,10 @@ class SyncCollections:
 class Pacing:
     """How long to wait before the next pass: at least `debounce` after the first change, and,
     while changes keep coming, long enough after the last pass that passes take at most
-    1/(SHARE+1) of a core, but never so long that the next pass starts later than `longest`
-    after the last one started (detection latency stays bounded: a change that came just after
-    a pass began waits for the next one, so the wait counts from that beginning), unless the
-    last pass itself took longer than half of `longest` (then it waits its own duration, so
-    costly passes never run back to back), and never longer than `longest` after the change.
+    1/(SHARE+1) of a core, but so that the next pass starts at most `longest` after the last one
+    began: a change that came just after a pass began waits for the next one, so its latency is
+    counted from then (a pass that took more than half of `longest` waits its own duration, so
+    costly passes never run back to back; no change waits more than `longest` after waking).
 
     An event after a quiet spell is evaluated `debounce` after it, as before: only back-to-back
     passes are spread out. The cost is the pass's CPU time (thread time), not wall time, so a
