@@ -132,7 +132,8 @@ def play(seed: int, steps: int) -> None:
             upsert(rng.choice(pool[key]))
         elif roll < 0.6:
             key = rng.choice(keys)
-            if key in live and key.kind != "CustomResourceDefinition":  # the live model remembers CRDs
+            # the live model remembers deleted CRDs (CRDRemoved) and Kustomizations (PruneOrphan)
+            if key in live and key.kind not in ("CustomResourceDefinition", "Kustomization"):
                 model.delete(live.pop(key), now=now)
         elif roll < 0.75:
             upsert(fresh_lease(rng.choice(CONTROLLERS), now))

@@ -431,7 +431,7 @@ def test_pods_a_policy_denies_name_the_stack_of_the_deployment_that_owns_their_r
         "kustomize.toolkit.fluxcd.io/namespace": "flux-system",
     }
     objects = [
-        kustomization("apps"),
+        kustomization("apps", inventory=["shop_web_apps_Deployment"]),
         deployment("web", "shop", available=0, labels=owned),
         *denied_replicaset(),
     ]

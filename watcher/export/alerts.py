@@ -40,7 +40,7 @@ BLAST_RADIUS = (
 )
 ROOT_CAUSE = (
     '{{ if eq $labels.root "true" }}This is a root cause. Symptoms it explains (suppressed while it'
-    ' fires): ' + BLAST_RADIUS + "."
+    " fires): " + BLAST_RADIUS + "."
     "{{ else if $labels.root_kind }}Root cause: {{ $labels.root_type }} on " + ROOT_OBJECT + "."
     " This alert is suppressed while that root-cause alert fires."
     "{{ else }}No root cause is known for it: it is a problem of its own.{{ end }}"
@@ -143,6 +143,12 @@ FINDING_TEXTS: Mapping[FindingType, tuple[str, str]] = {
         "Removing or upgrading the release or Kustomization that installed this CRD deletes it, and"
         " with it every object of its kind, while a controller another stack deployed reconciles them"
         " (or another installer claims it too). Nothing is broken yet.",
+    ),
+    FindingType.PRUNE_ORPHAN: (
+        "was left behind by prune",
+        "Its Kustomization no longer lists it (removed from Git, or the Kustomization is gone) but it"
+        " was not pruned and never will be: nothing manages it, while its controller may still act on"
+        " it. Severity info when the Kustomization has spec.prune: false (left by design).",
     ),
 }
 

@@ -14,6 +14,7 @@ Runs over findings, not objects, so its cost follows the number of problems. Ste
   5. DependencyBlocked follows dependsOn to the first dependency with a finding (which,
      followed in turn, reaches the deepest cause); unexplained ones wait their threshold.
   6. A controller that went down after its CRD was removed points at CRDRemoved.
+     A PruneOrphan names the findings on its object (precedence made them its symptoms).
   7. Every finding gets root_cause = the end of its chain; each root lists, in
      `affected`, every subject it explains (roots.py).
 
@@ -44,6 +45,7 @@ from watcher.model.graph import Edge, View
 from watcher.model.kinds import APPLIERS, CONTROLLER_WORKLOADS, FLUX_GROUPS
 from watcher.model.objects import Key, after, describe, finding_id
 from watcher.model.owners import OwnerCache
+from watcher.model.prune import acted_on
 from watcher.model.releases import ReleaseMemo, link_releases
 from watcher.model.revisions import same_revision
 from watcher.model.roots import finish
@@ -105,6 +107,7 @@ class Correlator:
         _crd_links(run)
         _skew_siblings(run)
         link_stacks(run)
+        acted_on(run)
         return finish(run)
 
 

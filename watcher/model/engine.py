@@ -2,7 +2,8 @@
 
 Both take PROJECTED objects (the output of `project()`). `evaluate()` is a HealthModel
 fed every object once, so the two give the same findings by construction; the live
-model differs only in what it can remember (a CRD that disappeared: CRDRemoved, removals.py).
+model differs only in what it can remember (a CRD that disappeared: CRDRemoved, removals.py; a
+Kustomization that did, leaving what it applied: PruneOrphan, prune.py).
 
 Incremental design (an event must not cost O(cluster)):
   * per object, its local candidates, ObjectHealth and RevisionInfo are cached and
@@ -38,6 +39,7 @@ from watcher.model.deadlines import Deadlines
 from watcher.model.graph import Edge, Packed, Recorder, Snapshot, Store
 from watcher.model.kinds import TRACKED, Track, key_of_kind
 from watcher.model.objects import Key, key_of, subject_of
+from watcher.model.prune import KUSTOMIZATION, PruneOrphans
 from watcher.model.quarantine import dropped_fields, rule_failed
 from watcher.model.removals import Removals
 from watcher.model.rows import object_health, revision_info
@@ -87,6 +89,7 @@ class HealthModel:
         self._controllers = ControllerTracker(self._config, self._store)
         self._removals = Removals(self._config, self._store, self._controllers.running)
         self._risks = CRDRisks(self._config, self._store)
+        self._orphans = PruneOrphans(self._config, self._store)
         self._objects_due = Deadlines()
         self._health: SortedTable[Key, ObjectHealth] = SortedTable()
         self._revisions: SortedTable[Key, RevisionInfo] = SortedTable()
@@ -170,6 +173,8 @@ class HealthModel:
         if old is not None:
             if self._controllers.claims.is_gitops(key.group, key.kind):
                 self._removals.deleted(key, old, now=now)
+            if (key.group, key.kind) == KUSTOMIZATION:
+                self._orphans.deleted(key)
             self._touch(key, old, None, edges, now=now)
 
     def replace(
@@ -222,6 +227,7 @@ class HealthModel:
             if kind in changed:
                 self._dirty.update(self._store.raw_of_kind(group, kind))
         self._controllers.judge_all_again()
+        self._orphans.judge_all_again()
         self._changed = self._recheck = True
 
     def _touch(
@@ -271,7 +277,8 @@ class HealthModel:
         objects = self._objects_due.pop_due(now)
         controllers = self._controllers.pop_due(now)
         removals = self._removals.pop_due(now)
-        if objects or controllers or removals:
+        orphans = self._orphans.pop_due(now)
+        if objects or controllers or removals or orphans:
             self._changed = self._recheck = True
             self._dirty.update(objects)
 
@@ -296,6 +303,8 @@ class HealthModel:
         touched, edges = self._touched, self._touched_edges
         if self._risks.refresh(touched, edges, controllers=controllers, everything=self._recheck):
             self._recheck = True
+        if self._orphans.refresh(touched, now=now):
+            self._recheck = True
         owners_changed = self._correlator.forget(touched, edges)
         if self._last is None or owners_changed or self._must_correlate():
             reads = Recorder(self._store)
@@ -304,7 +313,7 @@ class HealthModel:
                 candidates,
                 view=reads,
                 controllers=controllers,
-                removals=self._removals.findings() + self._risks.findings(),
+                removals=self._removals.findings() + self._risks.findings() + self._orphans.findings(),
                 config=self._config,
                 now=now,
                 satellites=self._satellites.candidates,

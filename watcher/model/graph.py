@@ -85,14 +85,29 @@ def _unpacked(value: Mapping[str, Any] | bytes | None) -> Mapping[str, Any] | No
     return value
 
 
+KUSTOMIZED = "kustomized"
+"""The edge from any object to the Kustomization its kustomize-controller labels name (prune.py)."""
+
+
+def kustomized_by(obj: Mapping[str, Any]) -> Key | None:
+    """The Kustomization whose kustomize-controller applied this object, as its
+    kustomize.toolkit.fluxcd.io/name and /namespace labels say."""
+    labels = obj["metadata"].get("labels")
+    if not labels:
+        return None
+    name, namespace = labels.get(f"{KUSTOMIZE_GROUP}/name"), labels.get(f"{KUSTOMIZE_GROUP}/namespace")
+    return Key(KUSTOMIZE_GROUP, "Kustomization", namespace, name) if name and namespace else None
+
+
 def _links(obj: Mapping[str, Any], old: Mapping[str, Any] | None, old_links: Links) -> Links:
     """Forward edges of one object, by edge kind. An inventory (thousands of entries) equal
     to the one of `old`, the previous version, is not parsed again: its edges are `old_links`'."""
+    owner = kustomized_by(obj)
+    links: Links = {KUSTOMIZED: {owner}} if owner is not None else {}
     kind = obj["kind"]
     if kind not in APPLIERS:
-        return {}
+        return links
     group = group_of(obj["apiVersion"])
-    links: Links = {}
     source = source_key(obj)
     if source is not None:
         links["source"] = {source}
@@ -211,8 +226,16 @@ class Store:
         found = (_unpacked(self._objects[k]) for k in self._by_namespace.get((group, kind, namespace), ()))
         return [obj for obj in found if obj is not None]
 
+    def links(self, edge: str, key: Key) -> set[Key]:
+        """The forward `edge`s of one object (blindness not applied; nothing is unpacked)."""
+        return self._links.get(key, {}).get(edge, set())
+
+    def targets(self, edge: str) -> list[Key]:
+        """Every object some object has an `edge` to (blindness not applied)."""
+        return list(self._reverse[edge])
+
     def referrers(self, edge: str, target: Key) -> set[Key]:
-        """Objects with an `edge` ("source", "inventory", "crds", "release") to `target`."""
+        """Objects with an `edge` ("source", "inventory", "crds", "release", "kustomized") to `target`."""
         found = self._reverse[edge].get(target)
         if not found:
             return set()
@@ -320,7 +343,7 @@ def claims(view: View, obj: Mapping[str, Any]) -> Iterator[Key]:
         yield from sorted(owners)
         if not owners and not helm:
             yield release_key(release_ns, release)
-    name, namespace = own.get(f"{KUSTOMIZE_GROUP}/name"), own.get(f"{KUSTOMIZE_GROUP}/namespace")
-    if name and namespace:
-        yield Key(KUSTOMIZE_GROUP, "Kustomization", namespace, name)
+    applied_by = kustomized_by(obj)
+    if applied_by is not None:
+        yield applied_by
     yield from sorted(view.referrers("crds" if obj["kind"] == CRD_KIND else "inventory", key_of(obj)))

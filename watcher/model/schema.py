@@ -173,6 +173,7 @@ CUSTOM = Kind(
                 "interval": TOKEN,
                 "retryInterval": TOKEN,
                 "suspend": Bool(),
+                "prune": Bool(),
                 "sourceRef": REF,
                 "dependsOn": List(
                     Obj(
@@ -211,6 +212,11 @@ CUSTOM = Kind(
                             **dict.fromkeys(
                                 ("chartName", "chartVersion", "appVersion", "digest", "ociDigest"), S
                             ),
+                            # a Kustomization's history: which build it applied, first when, how it went
+                            "firstReconciled": Time(),
+                            "lastReconciled": Time(),
+                            "lastReconciledStatus": TOKEN,
+                            "metadata": Obj({"revision": S}),
                         }
                     ),
                     limit=5,

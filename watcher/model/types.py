@@ -62,6 +62,7 @@ class FindingType(StrEnum):
     WORKLOAD_UNHEALTHY = "WorkloadUnhealthy"
     POLICY_DENIED = "PolicyDenied"
     CRD_OWNERSHIP_RISK = "CRDOwnershipRisk"
+    PRUNE_ORPHAN = "PruneOrphan"
 
 
 DEFAULT_SEVERITIES: Mapping[FindingType, Severity] = {
@@ -224,6 +225,10 @@ class Thresholds:
     a Flux object's interval allows while its Ready=False held)..."""
     policy_denied_window: timedelta = timedelta(minutes=5)
     """...from its first to its last for at least this long (and last seen within retry_loop_recent)."""
+    prune_orphan: timedelta = timedelta(minutes=10)
+    """How long an object may outlive its removal from its Kustomization's inventory: prune deletes
+    it in the same reconcile, so past this (a watch or a snapshot that saw one before the other)
+    it was not pruned."""
 
 
 @dataclass(frozen=True, slots=True)

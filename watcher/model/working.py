@@ -22,6 +22,7 @@ PRECEDENCE: Sequence[FindingType] = (
     FindingType.CRD_REMOVED,
     FindingType.CONTROLLER_DOWN,
     FindingType.STATUS_STALE,
+    FindingType.PRUNE_ORPHAN,
     FindingType.STALLED,
     FindingType.POLICY_DENIED,
     FindingType.DEPENDENCY_BLOCKED,
@@ -35,7 +36,8 @@ PRECEDENCE: Sequence[FindingType] = (
     FindingType.RETRY_LOOP,
 )
 """Within one subject, the earlier type explains the later ones (a blocked object also lags; a
-policy's denial is why the revision is not applied, Ready says False and the Events repeat).
+policy's denial is why the revision is not applied, Ready says False and the Events repeat; an
+object Git no longer has, left by prune, is why its controller still fails on it at all).
 
 ReconcileFailed comes after the findings that say more about the same Ready=False (the
 revision it could not apply, an unseen spec or request: the verdict predates it) and
