@@ -196,6 +196,40 @@ def crd_ownership_risk() -> Evaluation:
     )
 
 
+TF_API = "infra.contrib.fluxcd.io/v1alpha2"
+
+
+def orphan(about: Subject, kustomization: str, reason: str) -> Finding:
+    """A PruneOrphan with the evidence its metric reads (its Kustomization, why)."""
+    found = finding(f"PruneOrphan/{about['kind']}/{about['namespace']}/{about['name']}",
+                    FindingType.PRUNE_ORPHAN, about)
+    found.evidence = {"kustomization": kustomization, "reason": reason}
+    return found
+
+
+def prune_orphan() -> Evaluation:
+    """Two Terraforms data-infra no longer lists and did not prune (one retried by its controller,
+    a RetryLoop symptom), and a Deployment a spec.prune: false Kustomization left by design (info)."""
+    reports = subject("Terraform", "data", "reports-replica", TF_API)
+    infra, apps = "Kustomization/flux-system/data-infra", "Kustomization/flux-system/data-apps"
+    root = orphan(reports, infra, "NotInInventory")
+    legacy = orphan(deployment("legacy-exporter", "data"), apps, "PruneDisabled")
+    legacy.severity = Severity.INFO
+    return Evaluation(
+        now=NOW,
+        findings=[
+            root,
+            orphan(subject("Terraform", "data", "reports-bucket", TF_API), infra, "NotInInventory"),
+            legacy,
+            finding("RetryLoop/Terraform/data/reports-replica/ArtifactFailed", FindingType.RETRY_LOOP,
+                    reports, root_cause=root.id),
+        ],
+        objects=[],
+        controllers=[],
+        revisions=[],
+    )
+
+
 HOSTILE = (
     'back\\slash "quoted" new\nline tab\tcr\r nul\x00 esc\x1b del\x7f nel\x85 ls\u2028 '
     "ä 🚀 %s %(x)s {0} }{ \\n \\"
@@ -224,6 +258,7 @@ def hostile() -> Evaluation:
             denied(f"denied-{HOSTILE}", odd, "kyverno", [f"policy-{HOSTILE}", *EACH_ESCAPE]),
             at_risk(f"risk-{HOSTILE}", subject("CustomResourceDefinition", "", f"crd-{HOSTILE}", "v1"),
                     [f"HelmRelease a/{HOSTILE}", *EACH_ESCAPE], {f"ctl-{HOSTILE}": None}, objects=3),
+            orphan(odd, f"Kustomization/ns-{HOSTILE}/name-{HOSTILE}", "NotInInventory"),
         ],
         objects=[
             ObjectHealth(

@@ -45,6 +45,7 @@ def value(evaluation: Evaluation, metric: str, /, **labels: str) -> float | None
         pytest.param(ev.odd_names, id="odd_names"),
         pytest.param(ev.policy_denied, id="policy_denied"),
         pytest.param(ev.crd_ownership_risk, id="crd_ownership_risk"),
+        pytest.param(ev.prune_orphan, id="prune_orphan"),
     ],
 )
 def test_exposition_matches_golden_text_and_passes_promtool(scene: Callable[[], Evaluation]) -> None:

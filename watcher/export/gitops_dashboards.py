@@ -156,6 +156,21 @@ def overview() -> dashboard.Dashboard:
         )
         .with_panel(
             table_panel(
+                "Left behind by prune",
+                f"stalewatch_prune_orphans{{{SCOPE}}}",
+                description="Per Kustomization, objects it applied, no longer lists and did not prune"
+                " (PruneOrphan): nothing manages them, while their controllers may still act on them."
+                " PruneDisabled: spec.prune: false left them by design.",
+                rename={
+                    "namespace": "Namespace",
+                    "name": "Kustomization",
+                    "reason": "Reason",
+                    "Value": "Objects",
+                },
+            )
+        )
+        .with_panel(
+            table_panel(
                 "Time since last change",
                 f"sort(time() - stalewatch_object_last_transition_timestamp_seconds{{{SCOPE}}})",
                 description="Since each object's Ready condition last changed, most recent first.",

@@ -153,6 +153,18 @@ def _risked_objects(findings: Sequence[Finding]) -> list[tuple[str, int]]:
     ]
 
 
+def _orphaned(findings: Sequence[Finding]) -> list[tuple[Values, float]]:
+    """(namespace, name, reason) of each Kustomization with PruneOrphan findings, and how many:
+    what each stack left behind, by why (a fixed set, prune.py)."""
+    counts: dict[Values, int] = {}
+    for f in findings:
+        if f.type is FindingType.PRUNE_ORPHAN:
+            _, namespace, name = f.evidence["kustomization"].split("/", 2)
+            key = (namespace, name, f.evidence["reason"])
+            counts[key] = counts.get(key, 0) + 1
+    return [(key, float(count)) for key, count in sorted(counts.items())]
+
+
 def _unique(items: Iterable[_Keyed]) -> list[_Keyed]:
     """First one wins: two series with the same labels would make Prometheus drop samples."""
     seen: set[Values] = set()
@@ -227,6 +239,21 @@ GROUPS: tuple[_Group, ...] = (
             ),
         ),
         prepare=_risked_objects,
+    ),
+    _Group(
+        "orphans",
+        lambda e: e.findings,
+        (
+            Gauge[tuple[Values, float]](
+                "stalewatch_prune_orphans",
+                "Objects a Kustomization applied, no longer lists and did not prune (PruneOrphan findings),"
+                " per Kustomization: reason is NotInInventory, PruneDisabled (spec.prune: false, by design)"
+                " or KustomizationGone.",
+                ("namespace", "name", "reason"),
+                of=lambda row: row,
+            ),
+        ),
+        prepare=_orphaned,
     ),
     _Group(
         "objects",
