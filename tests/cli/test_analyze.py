@@ -111,6 +111,15 @@ def objects_in(directory: Path) -> int:
             0,
             id="another-stacks-gatekeeper-constraint-denies-a-controller-forever",
         ),
+        pytest.param(
+            "prune-orphan",
+            "PruneOrphan/Terraform/team-data/reports-replica",
+            ("Terraform", "team-data", "reports-replica"),
+            set(),
+            "warning",
+            0,
+            id="an-object-prune-left-behind-while-its-controller-retries-on-it",
+        ),
     ],
 )
 def test_each_incident_example_has_exactly_its_one_root_cause(
@@ -450,3 +459,36 @@ def test_healthy_multi_stack_example_with_a_kept_shared_crd_reports_no_findings(
     captured = capsys.readouterr()
     assert (code, captured.err) == (0, "")
     assert captured.out == f"No findings: {objects_in(example)} objects evaluated, all healthy.\n"
+
+
+def test_prune_orphan_example_roots_its_controllers_retries_in_the_object_prune_left_behind(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Incident 4: a Terraform removed from Git, dropped from its Kustomization's inventory, not
+    pruned; tofu-controller's failures on it are its symptoms, and it is the only root."""
+    code, report = analyze_json(capsys, str(EXAMPLES / "prune-orphan"))
+    orphan = "PruneOrphan/Terraform/team-data/reports-replica"
+    assert code == 0
+    assert [(f["id"], f["root_cause"]) for f in report["findings"]] == [
+        (orphan, None),
+        ("ReconcileFailed/Terraform/team-data/reports-replica", orphan),
+        ("RetryLoop/Terraform/team-data/reports-replica/error", orphan),
+        ("RevisionSkew/Terraform/team-data/reports-replica", orphan),
+    ]
+    root = report["findings"][0]
+    assert (root["severity"], root["since"]) == ("warning", "2026-11-28T09:14:07Z")
+    assert root["evidence"]["kustomization"] == "Kustomization/flux-system/data-infra"
+    assert root["evidence"]["reason"] == "NotInInventory"
+    assert root["evidence"]["controller"] == "tofu-controller"
+    assert "RetryLoop, Warning error 203 times, last at 2026-11-30T11:51:02Z" in root["evidence"]["acted_on"]
+
+
+def test_the_prune_orphan_examples_readme_shows_what_analyze_prints(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    readme = (EXAMPLES / "prune-orphan" / "README.md").read_text()
+    shown = readme.split("examples/prune-orphan/\n", 2)[-1].split("$ echo $?")[0]
+
+    code = main(["analyze", "--now", NOW, str(EXAMPLES / "prune-orphan")])
+
+    assert (capsys.readouterr().out, code) == (shown, 0)

@@ -134,6 +134,7 @@ def findings(capsys: pytest.CaptureFixture[str], path: Path) -> list[dict[str, A
         pytest.param("healthy", "yaml", id="healthy-from-kubectl-yaml"),
         pytest.param("crd-ownership-risk", "yaml", id="crd-ownership-risk-from-kubectl-yaml"),
         pytest.param("healthy-multi-stack", "json", id="healthy-multi-stack-from-kubectl-json"),
+        pytest.param("prune-orphan", "json", id="prune-orphan-from-kubectl-json"),
     ],
 )
 def test_real_kubectl_output_gives_the_examples_findings(
