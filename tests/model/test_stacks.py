@@ -20,6 +20,7 @@ from tests.model.builders import (
     SHA_N1,
     Obj,
     cond,
+    controller,
     controller_down,
     deployment,
     flux,
@@ -317,3 +318,32 @@ def test_the_worst_stacks_come_first() -> None:
         ("a-fine", Verdict.CURRENT),
     ]
     assert verdicts(found) == {"a-fine": Verdict.CURRENT, "b-broken": Verdict.FAILING}
+
+
+def test_an_object_prune_left_behind_sits_under_its_former_kustomization_marked_orphaned() -> None:
+    """PruneOrphan: Terraform dns was removed from infra's build (its inventory lists vpc only) and
+    not pruned; the stack shows it where it came from, failing, and says why."""
+    owned = {
+        "kustomize.toolkit.fluxcd.io/name": "infra",
+        "kustomize.toolkit.fluxcd.io/namespace": "flux-system",
+    }
+    dns = terraform("dns")
+    dns["metadata"]["labels"] = owned
+    found = forest(
+        *flux(),
+        controller("tofu-controller"),
+        git_repository("flux-system"),
+        git_repository("infra"),
+        kustomization("flux-system", inventory=[ks("infra")]),
+        kustomization("infra", source="infra", inventory=[tf("vpc")]),
+        terraform("vpc"),
+        dns,
+    )
+    assert shape(found) == [[(0, "flux-system"), (1, "infra"), (2, "dns"), (2, "vpc")]]
+    orphan = row(found, "Terraform", "dns")
+    assert (orphan.parent, orphan.orphaned) == (
+        Key("kustomize.toolkit.fluxcd.io", "Kustomization", "flux-system", "infra"),
+        True,
+    )
+    assert (orphan.verdict, orphan.reason) == (Verdict.FAILING, "PruneOrphan")
+    assert not row(found, "Terraform", "vpc").orphaned

@@ -6,7 +6,16 @@ from typing import Any
 
 import pytest
 
-from tests.model.builders import crd, deployment, flux, git_repository, kustomization, pod
+from tests.model.builders import (
+    controller,
+    crd,
+    deployment,
+    flux,
+    git_repository,
+    kustomization,
+    pod,
+    terraform,
+)
 from tests.web.cluster import HOSTILE, TOFU_IMAGE, Cluster, cluster, incident
 from tests.web.dom import Node
 from watcher.web.stacks import STACKS_PER_PAGE
@@ -260,3 +269,31 @@ def test_a_pods_page_chains_it_through_its_workload_up_to_the_stack() -> None:
     commands = doc.by_id("object-commands").one("pre").text.splitlines()
     assert commands[0] == "kubectl describe pod web-7d9f-x2x4z -n flux-system"
     assert commands[-1] == "kubectl logs -n flux-system web-7d9f-x2x4z --all-containers --previous"
+
+
+KS = "kustomize.toolkit.fluxcd.io"
+
+
+def test_an_object_prune_left_behind_is_shown_under_its_former_kustomization_and_says_so() -> None:
+    dns = terraform("dns")
+    dns["metadata"]["labels"] = {
+        f"{KS}/name": "infra",
+        f"{KS}/namespace": "flux-system",
+    }
+    orphaned = cluster(
+        *flux(),
+        controller("tofu-controller"),
+        git_repository("flux-system"),
+        kustomization("flux-system", inventory=[f"flux-system_infra_{KS}_Kustomization"]),
+        kustomization("infra", inventory=["flux-system_vpc_infra.contrib.fluxcd.io_Terraform"]),
+        terraform("vpc"),
+        dns,
+    )
+    rows = table(orphaned.page({"open": "flux-system/flux-system"}))
+    assert [r[0] for r in rows] == [
+        "Kustomization flux-system/flux-system",
+        "Kustomization flux-system/infra",
+        "Terraform flux-system/dns (left behind by prune)",
+        "Terraform flux-system/vpc",
+    ]
+    assert rows[2][1:3] == ["failing", "PruneOrphan"]

@@ -1,9 +1,10 @@
 """Stacks: every root Kustomization as the tree of what it applied, each row judged by stalewatch.
 
 A root is a Kustomization no other Kustomization applied (no inventory lists it). Its tree is
-what it applied (its inventory: child Kustomizations, HelmReleases, Terraforms, workloads) and
-the workloads each HelmRelease installed (graph.release_of), walked parents first, each object
-once per stack. Every row says what stalewatch makes of it, not what it says of itself: an
+what it applied (its inventory: child Kustomizations, HelmReleases, Terraforms, workloads), what
+it applied and left behind (PruneOrphan findings: under their former Kustomization, marked
+`orphaned`), and the workloads each HelmRelease installed (graph.release_of), walked parents
+first, each object once per stack. Every row says what stalewatch makes of it, not what it says of itself: an
 object whose controller is down is *stale*, whatever its cached Ready; one with a finding is
 failing; one stalewatch could not read in full or cannot see is *not judged*, never current.
 
@@ -30,6 +31,7 @@ from watcher.model.types import (
     ControllerHealth,
     Evaluation,
     Finding,
+    FindingType,
     ObjectHealth,
     RevisionInfo,
     Status,
@@ -87,6 +89,8 @@ class Row:
     """The revision last attempted (a HelmRelease: the chart version attempted)."""
     reconciler: Reconciler | None = None
     findings: tuple[Finding, ...] = ()
+    orphaned: bool = False
+    """Not in its parent's inventory any more: prune left it behind (PruneOrphan)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +167,9 @@ def build_forest(snapshot: Objects, evaluation: Evaluation) -> Forest:
         entries = [entry for entry in inventory(obj) if entry != key] if obj is not None else []
         children[key] = entries
         applied.update(entries)
+    for parent, left in _left_behind(evaluation.findings).items():
+        if parent in children:
+            children[parent] += [key for key in left if key not in children[parent]]
     installed = _installed(snapshot)
     judge = _Judge(snapshot, evaluation)
     stacks = [_stack(root, children, installed, judge) for root in kustomizations if root not in applied]
@@ -177,6 +184,16 @@ def build_forest(snapshot: Objects, evaluation: Evaluation) -> Forest:
         for at, row in enumerate(stack.rows):
             placed[row.key].append((index, at))
     return Forest(tuple(stacks), {key: tuple(places) for key, places in placed.items()})
+
+
+def _left_behind(findings: Iterable[Finding]) -> dict[Key, list[Key]]:
+    """The objects each Kustomization applied, no longer lists and did not prune (PruneOrphan)."""
+    found: dict[Key, list[Key]] = defaultdict(list)
+    for finding in findings:
+        if finding.type is FindingType.PRUNE_ORPHAN:
+            _, namespace, name = finding.evidence["kustomization"].split("/", 2)
+            found[Key(KUSTOMIZE_GROUP, "Kustomization", namespace, name)].append(_key(finding.subject))
+    return found
 
 
 def _installed(snapshot: Objects) -> dict[Key, list[Key]]:
@@ -262,8 +279,12 @@ class _Judge:
     def row(self, key: Key, parent: Key | None, depth: int) -> Row:
         obj = self._snapshot.get(key)
         findings = tuple(self._findings.get(key, ()))
+        orphaned = any(f.type is FindingType.PRUNE_ORPHAN for f in findings)
         health = self._health.get(key)
         reconciler = self._reconciler(health.controller if health else None)
+        if obj is None and orphaned:  # a kind a stack does not read: its findings are what is known
+            verdict, reason = judge_row(Facts(Status.UNKNOWN, "", None, findings, None))
+            return Row(key, depth, parent, verdict, reason, findings=findings, orphaned=True)
         if obj is None:
             verdict, reason = _absent(key, self._snapshot, parent)
             return Row(key, depth, parent, verdict, reason, reconciler=reconciler, findings=findings)
@@ -289,6 +310,7 @@ class _Judge:
             attempted=attempted,
             reconciler=reconciler,
             findings=findings,
+            orphaned=orphaned,
         )
 
     def _reconciler(self, name: str | None) -> Reconciler | None:

@@ -198,6 +198,8 @@ def _rows(stack: Stack, rows: Iterable[Row], *, now: datetime) -> Iterable[Part]
 def row_html(row: Row, ident: str, *, now: datetime) -> str:
     depth = min(row.depth, 8)
     name = f'<a href="{escape(object_href(row.key))}">{escape(describe(row.key))}</a>'
+    if row.orphaned:
+        name += ' <span class="cached">(left behind by prune)</span>'
     cells = [
         f'<span class="d{depth}">{name}</span>',
         _verdict(row.verdict) + _cached(row),
