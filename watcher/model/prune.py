@@ -280,11 +280,14 @@ class PruneOrphans:
         return changed
 
     def _owner_changed(self, key: Key, dirty: set[Key]) -> None:
-        self._owners.pop(key, None)
+        """A Kustomization changed: what it applied is judged again only if what its status says
+        of it did (its status is written every reconcile; its inventory rarely changes)."""
+        old = self._owners.pop(key, None)
         applied = self._store.referrers(KUSTOMIZED, key)
-        dirty.update(applied)
         if not applied:
             self._deleted.discard(key)
+        elif old is None or self._owner(key) != old:
+            dirty.update(applied)
 
     def _owner(self, key: Key) -> Owner | str | None:
         """The owner as prune_orphan takes it; Kustomizations read once until they change."""
