@@ -21,6 +21,7 @@ from tests.model.builders import (
     SHA_N1,
     Obj,
     by_id,
+    controller_down,
     event,
     flux,
     git_repository,
@@ -317,3 +318,17 @@ def test_a_kustomization_seen_deleted_leaves_an_orphan_of_a_gone_owner_without_a
         "Terraform data/reports is labelled as applied by Kustomization flux-system/retired, which no"
         " longer exists: nothing prunes or manages it."
     )
+
+
+def test_while_its_controller_is_down_the_orphan_is_a_symptom_of_that_and_names_nothing_above_it() -> None:
+    """A cached status proves nothing: the StatusStale on the orphan is primary (its ControllerDown
+    is the root), and the orphan, its symptom, does not claim it acts on it."""
+    found = by_id(
+        run(
+            world(data_ks(BUILT_AN_HOUR_AGO), applied("reports")),
+            controller_down("tofu-controller", "tofu:x"),
+        )
+    )
+    orphan = found[ORPHAN_ID]
+    assert orphan.root_cause == "ControllerDown/Deployment/flux-system/tofu-controller"
+    assert "acted_on" not in orphan.evidence

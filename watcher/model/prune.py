@@ -85,6 +85,7 @@ def opt_out(obj: Mapping[str, Any]) -> str | None:
 
 
 def inventory_id(key: Key) -> str:
+    """The object's id in status.inventory.entries (flux.inventory reads them back into keys)."""
     return f"{key.namespace}_{key.name}_{key.group}_{key.kind}"
 
 
@@ -102,7 +103,6 @@ def written_at(obj: Mapping[str, Any]) -> datetime | None:
 class Owner:
     """What a Kustomization's status says of the objects it applied, read once per version."""
 
-    subject: Subject
     listed: frozenset[str]
     revision: str
     """The revision of the build its inventory records."""
@@ -140,7 +140,6 @@ def read_owner(ks: Mapping[str, Any], lookup: Lookup) -> Owner | None:
         found = revisions(ks, lookup)
         since = found.updated if found.revision and same_revision(found.revision, applied) else None
     return Owner(
-        subject=subject_of(ks),
         listed=frozenset(e["id"] for e in entries),
         revision=revision,
         since=since,
@@ -318,13 +317,14 @@ class PruneOrphans:
 
 
 def acted_on(run: Pass) -> None:
-    """Each PruneOrphan names what still happens to its object: the other findings on it (its
-    controller's Warning Events, its Ready=False), which precedence already made its symptoms."""
+    """Each PruneOrphan names what still happens to its object: the findings on it that precedence
+    made its symptoms (its controller's Warning Events, its Ready=False)."""
     for finding in [f for f in run.found.values() if f.type is FindingType.PRUNE_ORPHAN]:
-        others = [run.found[i] for i in run.by_subject.get(run.keys[finding.id], ()) if i != finding.id]
-        if not others:
+        ids = run.by_subject[run.keys[finding.id]]
+        later = ids[ids.index(finding.id) + 1 :]
+        if not later:
             continue
-        told = [_told(f) for f in others]
+        told = [_told(run.found[i]) for i in later]
         finding.evidence = {**finding.evidence, "acted_on": told}
         finding.message += " Still acted on: " + "; ".join(told) + "."
 
