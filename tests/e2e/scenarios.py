@@ -5,13 +5,15 @@ enacts step by step (imported, not copied). The tofu-controller incident follows
 examples/tofu-controller-down: a Kustomization deploys the Terraforms and waits for them, and
 an app Kustomization dependsOn it, so the blast radius has every kind of symptom. The policy
 incident is a Kustomization whose dry-run a Kyverno policy denies (PolicyDenied, its
-ReconcileFailed a symptom), which also feeds the dashboard's policy panel.
+ReconcileFailed a symptom), which also feeds the dashboard's policy panel. The prune incident
+is a Terraform its Kustomization's new inventory no longer lists, left in place (PruneOrphan).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from tests.app.test_incidents import (
@@ -27,7 +29,7 @@ from tests.app.test_incidents import (
     stuck_reconciling,
 )
 from tests.app.test_incidents import tofu_setup as tofu_and_terraforms
-from tests.kube.objects import ago, cond, deployment_status, flux, ready, waiting
+from tests.kube.objects import ago, cond, deployment_status, flux, ready, stamp, waiting
 
 Obj = dict[str, Any]
 TERRAFORMS = ("vpc", "dns")
@@ -273,10 +275,59 @@ def policy_denied_dry_run(ns: str) -> Incident:
     )
 
 
+def _owned(obj: Obj, kustomization: str) -> Obj:
+    """As kustomize-controller labels what a Kustomization applied."""
+    obj["metadata"]["labels"] = {
+        "kustomize.toolkit.fluxcd.io/name": kustomization,
+        "kustomize.toolkit.fluxcd.io/namespace": obj["metadata"]["namespace"],
+    }
+    return obj
+
+
+def _built(ns: str, names: Sequence[str], *, digest: str, first: datetime) -> Obj:
+    """infra-terraform's status after applying a build of `names`, first at `first`."""
+    snapshot = {
+        "digest": digest,
+        "firstReconciled": stamp(first),
+        "lastReconciled": stamp(ago(minutes=1)),
+        "lastReconciledDuration": "5.2s",
+        "lastReconciledStatus": "ReconciliationSucceeded",
+        "totalReconciliations": 3,
+        "metadata": {"revision": REV_A},
+    }
+    return ready(lastAppliedRevision=REV_A, inventory=_inventory(ns, names), history=[snapshot])
+
+
+def prune_orphan(ns: str) -> Incident:
+    """A Terraform removed from the Kustomization's build whose prune did not happen: the new
+    inventory lists vpc only, and dns stays (PruneOrphan), which also feeds the dashboard's
+    left-behind panel."""
+
+    def setup(ns: str) -> list[Obj]:
+        objects = [obj for obj in tofu_and_terraforms(ns) if obj["kind"] != "Kustomization"]
+        for obj in objects:
+            if obj["kind"] == "Terraform":
+                _owned(obj, "infra-terraform")
+        source = {"kind": "GitRepository", "name": "infra"}
+        built = _built(ns, TERRAFORMS, digest="sha256:" + "1" * 64, first=ago(hours=2))
+        spec = {"sourceRef": source, "prune": True}
+        return [*objects, flux("Kustomization", ns, "infra-terraform", spec=spec, status=built)]
+
+    dropped = _built(ns, ("vpc",), digest="sha256:" + "2" * 64, first=ago(minutes=30))
+    return Incident(
+        setup=setup,
+        acts=[patch("Kustomization", "infra-terraform", dropped)],
+        root=Alert("StalewatchPruneOrphan", "Terraform", "dns"),
+        receiver="chat",
+        summary="Terraform {ns}/dns was left behind by prune",
+    )
+
+
 INCIDENTS: dict[str, Callable[[str], Incident]] = {
     "tofu-controller-image-pull-backoff": tofu_controller_down,
     "reconciling-left-true-on-a-live-controller": reconciling_left_true,
     "sibling-revision-skew": sibling_revision_skew,
     "policy-denied-dry-run": policy_denied_dry_run,
+    "prune-orphan-left-behind": prune_orphan,
 }
 """Built when enacted, so every timestamp in them is of the test's own time."""
