@@ -34,7 +34,13 @@ def widget(namespace: str, name: str, **annotations: str) -> Obj:
     return {"apiVersion": "acme.io/v1", "kind": "Widget", "metadata": meta, "status": {}}
 
 
-def world(*, keep: bool = False, prune_disabled: bool = False, second_controller: bool = False) -> list[Obj]:
+def world(
+    *,
+    keep: bool = False,
+    prune_disabled: bool = False,
+    no_prune: bool = False,
+    second_controller: bool = False,
+) -> list[Obj]:
     widgets = crd("widgets", "acme.io", "Widget")
     widgets["metadata"]["labels"] = helm_labels("platform", "platform")
     if keep:
@@ -62,6 +68,8 @@ def world(*, keep: bool = False, prune_disabled: bool = False, second_controller
             "spec": {"url": "https://charts.example"},
         },
     ]
+    if no_prune:
+        next(o for o in objs if o["metadata"]["name"] == "team-a")["spec"]["prune"] = False
     if second_controller:
         objs.append(deployment("widget-controller-v2", "ops"))
     return objs
@@ -139,6 +147,17 @@ Case = tuple[Key, Callable[[], list[Obj]], tuple[ControllerSpec, ...], set[Any]]
                 (Effect.BLOCKED, "Kustomization", "team-c"),
             },
             id="an-object-with-prune-disabled-stays-and-dependsOn-is-followed-transitively",
+        ),
+        pytest.param(
+            TEAM_A,
+            lambda: world(no_prune=True),
+            (SPEC,),
+            {
+                (Effect.KEPT, "Widget", "w1"),
+                (Effect.BLOCKED, "Kustomization", "team-b"),
+                (Effect.BLOCKED, "Kustomization", "team-c"),
+            },
+            id="a-kustomization-with-prune-false-leaves-what-it-applied",
         ),
         pytest.param(
             CONTROLLER,

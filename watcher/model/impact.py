@@ -11,7 +11,8 @@ is followed once by the rules for what happened to it (`_RULES`, keyed by its Ef
     every controller reconciling its kind CANNOT WATCH it (controller-runtime fails to start);
   * a Kustomization or HelmRelease removed: what it installed is REMOVED with it (pruned,
     uninstalled), unless KEPT (`helm.sh/resource-policy: keep`, `kustomize.toolkit.fluxcd.io/prune:
-    disabled`); that is by design and breaks nothing by itself, but is followed;
+    disabled`, a Kustomization's `spec.prune: false`); that is by design and breaks nothing by
+    itself, but is followed;
   * a controller stopped, removed or unable to watch: every object of the kinds it reconciles is
     NOT RECONCILED (its status a cached report), unless another controller runs for that kind;
   * an applier or source gone or not progressing: what dependsOn it, or applies from it, is BLOCKED;
@@ -236,13 +237,15 @@ def _contents(walk: _Walk, key: Key, effect: Effect) -> list[Consequence]:
     verb = "pruned by" if key.kind == "Kustomization" else "uninstalled with"
     out: list[Consequence] = []
     for child in sorted(found):
-        kept = _kept(walk.get(child), by=key)
+        kept = _kept(walk.get(child), by=key, installer=obj)
         out.append((child, Effect.KEPT, kept) if kept else (child, Effect.REMOVED, f"{verb} {describe(key)}"))
     return out
 
 
-def _kept(obj: Mapping[str, Any] | None, *, by: Key) -> str:
+def _kept(obj: Mapping[str, Any] | None, *, by: Key, installer: Mapping[str, Any] | None) -> str:
     """Why removing its installer `by` leaves the object in place ("" when it does not)."""
+    if by.kind == "Kustomization" and installer is not None and dig(installer, "spec", "prune") is False:
+        return f"{describe(by)} has spec.prune: false: kustomize-controller leaves what it applied in place"
     notes = annotations_of(obj) if obj is not None else {}
     if by.kind == "HelmRelease" and notes.get(KEEP_ANNOTATION) == KEEP:
         return f"{KEEP_ANNOTATION}: {KEEP}: Helm leaves it in place"
