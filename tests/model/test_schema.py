@@ -24,8 +24,10 @@ import yaml
 from tests.model import builders as b
 from tests.model.test_fastpath import EXAMPLES, Obj, decoded_outcome, outcome, slow, watch_line
 from watcher.model.fastpath import Decoded, fast_path
+from watcher.model.kinds import GATEKEEPER_GROUP
 from watcher.model.schema import (
     CUSTOM,
+    GROUP_KINDS,
     EVENTS_V1_RENAMES,
     KINDS,
     Bool,
@@ -49,6 +51,11 @@ CUSTOM_KINDS = [
     ("source.toolkit.fluxcd.io/v1", "HelmChart"),
     ("infra.contrib.fluxcd.io/v1alpha2", "Terraform"),
     ("example.com/v1", "Widget"),
+    ("constraints.gatekeeper.sh/v1beta1", "K8sRequiredLabels"),
+    ("wgpolicyk8s.io/v1alpha2", "PolicyReport"),
+    ("wgpolicyk8s.io/v1alpha2", "ClusterPolicyReport"),
+    ("kyverno.io/v1", "ClusterPolicy"),
+    ("kyverno.io/v1", "Policy"),
 ]
 ALL_KINDS = [(f"{group}/v1" if group else "v1", kind) for group, kind in KINDS] + CUSTOM_KINDS
 A_TIME = "2024-05-01T11:00:00Z"
@@ -133,6 +140,12 @@ def test_the_custom_resource_schema_is_the_one_for_any_kind_not_built_in() -> No
     assert kind_schema("example.com", "Widget") is CUSTOM
     assert kind_schema("batch", "CronJob") is CUSTOM
     assert kind_schema("apps", "Deployment") is KINDS[("extensions", "Deployment")]
+
+
+def test_every_constraint_kind_of_gatekeeper_is_read_alike_and_no_other_groups() -> None:
+    assert kind_schema("constraints.gatekeeper.sh", "K8sRequiredLabels") is GROUP_KINDS[GATEKEEPER_GROUP]
+    assert kind_schema("constraints.gatekeeper.sh", "K8sAllowedRepos") is GROUP_KINDS[GATEKEEPER_GROUP]
+    assert kind_schema("templates.gatekeeper.sh", "ConstraintTemplate") is CUSTOM
 
 
 # -- The objects others wrote: examples, real-world cases, builders ------------------------------

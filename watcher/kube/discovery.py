@@ -15,6 +15,7 @@ import orjson
 
 from watcher.kube.client import get
 from watcher.kube.resources import Resource, wanted
+from watcher.model.kinds import POLICY_FAMILIES
 from watcher.model.types import ControllerSpec
 from watcher.telemetry import KindKey
 
@@ -26,9 +27,9 @@ class DiscoveryError(Exception):
 async def discover(
     api: Any, controllers: Iterable[ControllerSpec], *, limits: aiohttp.ClientTimeout
 ) -> dict[KindKey, Resource]:
-    """Every listable, watchable kind that a configured controller reconciles."""
+    """Every listable, watchable kind that a configured controller reconciles, or a policy engine's."""
     specs = tuple(controllers)
-    groups = {group for spec in specs for group in spec.groups}
+    groups = {group for spec in specs for group in spec.groups} | POLICY_FAMILIES.keys()
     found: dict[KindKey, Resource] = {}
     for entry in (await _get_json(api, "/apis", limits)).get("groups") or ():
         name = entry.get("name")

@@ -4,7 +4,8 @@ Built-in kinds are fixed (they exist on every supported cluster). Custom kinds a
 through the CustomResourceDefinitions themselves, which stalewatch watches like any other
 kind: a CRD that appears is watched at its preferred served version, one that goes away
 stops being watched. A custom kind is wanted when a configured controller reconciles it
-(the built-in ControllerSpecs cover every Flux group and tofu-controller's Terraform).
+(the built-in ControllerSpecs cover every Flux group and tofu-controller's Terraform), or when
+it belongs to a policy engine (Gatekeeper constraints, policy reports, Kyverno policies).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from watcher.model.controllers import reconciles
+from watcher.model.kinds import policy_kind
 from watcher.model.objects import condition, dig, text
 from watcher.model.types import ControllerSpec
 
@@ -83,8 +85,9 @@ def version_priority(name: str) -> tuple[int, int, int, str]:
 
 
 def wanted(controllers: Iterable[ControllerSpec], group: str, kind: str) -> bool:
-    """A custom kind is watched when a configured controller reconciles it."""
-    return any(reconciles(spec, group, kind) for spec in controllers)
+    """A custom kind is watched when a configured controller reconciles it, or when it is a
+    policy engine's (kinds.POLICY_FAMILIES: only where its CRD exists, like any custom kind)."""
+    return policy_kind(group, kind) or any(reconciles(spec, group, kind) for spec in controllers)
 
 
 def crd_resource(crd: Mapping[str, Any]) -> Resource | None:

@@ -39,7 +39,7 @@ from typing import Any
 
 from watcher.model.context import new_finding
 from watcher.model.controllers import ControllerState
-from watcher.model.denials import link_stacks, merge
+from watcher.model.denials import PolicyObjects, link_policies, link_stacks, merge
 from watcher.model.flux import applied_revision, dependencies, inventory, source_key
 from watcher.model.graph import Edge, View
 from watcher.model.kinds import APPLIERS, CONTROLLER_WORKLOADS, FLUX_GROUPS
@@ -83,11 +83,13 @@ class Correlator:
         config: ModelConfig,
         now: datetime,
         satellites: Mapping[Key, Finding] | None = None,
+        policies: PolicyObjects | None = None,
     ) -> Correlation:
         """Root-attributed, deterministically ordered findings (roots first, critical first).
 
         `satellites`: StatusStale candidates, by subject, that are the only candidate on it and
-        are not among `candidates` (see the module docstring).
+        are not among `candidates` (see the module docstring). `policies`: the objects a denial's
+        policy may be (compliance.Compliance.policy_objects).
         """
         run = Pass(view, config, now, satellites or {}, self._owners)
         own_pods = _controllers(run, controllers)
@@ -108,6 +110,8 @@ class Correlator:
         _skew_siblings(run)
         link_stacks(run)
         acted_on(run)
+        if policies is not None:
+            link_policies(run, policies)
         return finish(run)
 
 

@@ -23,13 +23,13 @@ HelmReleases that installed it or its owning workload, up to the top) and counts
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
 from watcher.model.context import Ctx
 from watcher.model.events import event_window, involved_subject, retry_loop
-from watcher.model.graph import View, release_of
+from watcher.model.graph import installer_or_owner, release_of
 from watcher.model.objects import (
     Key,
     after,
@@ -38,7 +38,6 @@ from watcher.model.objects import (
     format_duration,
     group_of,
     is_true,
-    key_of,
     parse_duration,
     sentence,
     subject_of,
@@ -48,8 +47,9 @@ from watcher.model.objects import (
 from watcher.model.policy import Admission, read_denial
 from watcher.model.types import Finding, FindingType, Subject, rfc3339
 from watcher.model.working import Pass
-from watcher.model.workloads import owner_workload
 
+PolicyObjects = Callable[[str, str, str], list[Key]]
+"""(engine, policy, namespace) -> the objects that policy may be (compliance.Compliance.policy_objects)."""
 MAX_STACKS = 8
 """How far up `link_stacks` follows installers (a Kustomization tree is rarely deeper than 3)."""
 
@@ -205,7 +205,7 @@ def link_stacks(run: Pass) -> None:
             if key.kind in ("Kustomization", "HelmRelease"):
                 stacks.append(subject_of(obj))
             _explain(run, key, finding)
-            key = _installer(run.store, obj)
+            key = installer_or_owner(run.store, obj)
         if not stacks:
             continue
         named = [f"{s['kind']}/{s['namespace']}/{s['name']}" for s in stacks]
@@ -229,8 +229,27 @@ def _explain(run: Pass, key: Key, denied: Finding) -> None:
         run.links[primary] = denied.id
 
 
-def _installer(view: View, obj: Mapping[str, Any]) -> Key | None:
-    """Who installed `obj`, or else the workload that owns it (a ReplicaSet whose Pods are denied
-    belongs to its Deployment's stack); None at the top (Flux's own Kustomization applies itself)."""
-    found = release_of(view, obj) or owner_workload(obj, view.get)
-    return None if found == key_of(obj) else found
+def link_policies(run: Pass, policies: PolicyObjects) -> None:
+    """Each PolicyDenied names the policy objects it can see (a Gatekeeper constraint, a Kyverno
+    ClusterPolicy or Policy) and the stack that installed each (graph.release_of): the team to
+    ask for an exception. Read through the pass's view, so a change to one correlates again."""
+    for finding in [f for f in run.found.values() if f.type is FindingType.POLICY_DENIED]:
+        namespace = run.keys[finding.id].namespace
+        named: list[str] = []
+        installers: list[str] = []
+        for policy in finding.evidence["policies"]:
+            for key in policies(finding.evidence["engine"], policy, namespace):
+                obj = run.store.get(key)
+                if obj is None:
+                    continue
+                stack = release_of(run.store, obj)
+                named.append(describe(key))
+                installers.append(describe(stack) if stack is not None else "")
+        if not named:
+            continue
+        finding.evidence = {**finding.evidence, "policy_objects": named, "policy_installed_by": installers}
+        said = [
+            f"{what} (installed by {who})" if who else f"{what} (installed by no stack stalewatch knows)"
+            for what, who in zip(named, installers, strict=True)
+        ]
+        finding.message += f" Denied by {', '.join(said)}."

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from watcher.model.compliance import Compliance
 from watcher.model.context import Ctx
 from watcher.model.correlate import Correlation, Correlator
 from watcher.model.crd_risk import CRDRisks
@@ -90,6 +91,9 @@ class HealthModel:
         self._removals = Removals(self._config, self._store, self._controllers.running)
         self._risks = CRDRisks(self._config, self._store)
         self._orphans = PruneOrphans(self._config, self._store)
+        self._compliance = Compliance(self._store)
+        self._blindness_changed = False
+        """Every policy object is read again (compliance.py): a kind's objects came or went from view."""
         self._objects_due = Deadlines()
         self._health: SortedTable[Key, ObjectHealth] = SortedTable()
         self._revisions: SortedTable[Key, RevisionInfo] = SortedTable()
@@ -222,6 +226,7 @@ class HealthModel:
         if not changed:
             return
         self._store.blind = blind
+        self._blindness_changed = True
         self._correlator.clear()
         for group, kind in self._store.kinds():
             if kind in changed:
@@ -305,6 +310,10 @@ class HealthModel:
             self._recheck = True
         if self._orphans.refresh(touched, now=now):
             self._recheck = True
+        self._compliance.refresh(touched, everything=self._blindness_changed)
+        self._blindness_changed = False
+        if self._compliance.take_moved():
+            self._recheck = True  # a PolicyDenied may name a constraint that came or went
         owners_changed = self._correlator.forget(touched, edges)
         if self._last is None or owners_changed or self._must_correlate():
             reads = Recorder(self._store)
@@ -317,6 +326,7 @@ class HealthModel:
                 config=self._config,
                 now=now,
                 satellites=self._satellites.candidates,
+                policies=self._compliance.policy_objects,
             )
             self._reads = reads
             findings = self._satellites.merged(self._correlation)
@@ -334,6 +344,7 @@ class HealthModel:
             controllers=[s.health for s in controllers],
             revisions=self._revisions.values(),
             rejected=self._rejected_now(),
+            compliance=self._compliance.report,
         )
         self._changed = False
         return self._last

@@ -34,6 +34,7 @@ from watcher.model.flux import (
 )
 from watcher.model.kinds import APPLIERS, CRD_KIND, HELM_GROUP, INVENTORY_KINDS, KUSTOMIZE_GROUP, PACKED_KINDS
 from watcher.model.objects import Key, annotations_of, describe, dig, group_of, key_of, labels_of
+from watcher.model.workloads import owner_workload
 
 Links = dict[str, set[Key]]
 Edge = tuple[str, Key]
@@ -316,6 +317,13 @@ def release_of(view: View, workload: Mapping[str, Any]) -> Key | None:
     """The HelmRelease or Kustomization that installed a workload: the first of its `claims`
     that is one (a Helm release no HelmRelease manages is skipped)."""
     return next((k for k in claims(view, workload) if k.group != HELM_RELEASE.group), None)
+
+
+def installer_or_owner(view: View, obj: Mapping[str, Any]) -> Key | None:
+    """Who installed `obj`, or else the workload that owns it (a ReplicaSet or Pod belongs to its
+    Deployment's stack); None at the top (Flux's own Kustomization applies itself)."""
+    found = release_of(view, obj) or owner_workload(obj, view.get)
+    return None if found == key_of(obj) else found
 
 
 def installer_name(key: Key) -> str:

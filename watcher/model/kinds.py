@@ -16,6 +16,9 @@ SOURCE_GROUP = "source.toolkit.fluxcd.io"
 KUSTOMIZE_GROUP = "kustomize.toolkit.fluxcd.io"
 HELM_GROUP = "helm.toolkit.fluxcd.io"
 TERRAFORM_GROUP = "infra.contrib.fluxcd.io"
+GATEKEEPER_GROUP = "constraints.gatekeeper.sh"
+POLICY_REPORT_GROUP = "wgpolicyk8s.io"
+KYVERNO_GROUP = "kyverno.io"
 
 
 class Judge(enum.Enum):
@@ -107,3 +110,21 @@ def key_of_kind(track: Track) -> tuple[str, str]:
     """The (group, kind) of the one kind tracked as `track` (Pod, Lease, ...)."""
     (found,) = (k.key for k in KINDS if k.track is track)
     return found
+
+
+POLICY_FAMILIES: Mapping[str, frozenset[str] | None] = {
+    GATEKEEPER_GROUP: None,
+    POLICY_REPORT_GROUP: frozenset({"PolicyReport", "ClusterPolicyReport"}),
+    KYVERNO_GROUP: frozenset({"ClusterPolicy", "Policy"}),
+}
+"""Policy engines' kinds, by group, watched wherever their CRDs exist (no controller claims them;
+compliance.py reads them). None: every kind of the group, as Gatekeeper serves one constraint
+kind per ConstraintTemplate (K8sRequiredLabels, ...), known only at runtime."""
+
+
+def policy_kind(group: str, kind: str) -> bool:
+    """A policy engine's kind (POLICY_FAMILIES): a constraint, a policy report, a Kyverno policy."""
+    if group not in POLICY_FAMILIES:
+        return False
+    kinds = POLICY_FAMILIES[group]
+    return kinds is None or kind in kinds

@@ -11,7 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
+
+if TYPE_CHECKING:
+    from watcher.model.compliance import ComplianceReport
 
 
 class Subject(TypedDict):
@@ -335,6 +338,8 @@ class Evaluation:
     revisions: list[RevisionInfo]
     rejected: list[Rejection] = field(default_factory=list)
     """Objects set aside in whole or in part, in object order (see Rejection)."""
+    compliance: ComplianceReport | None = None
+    """Policy violations per stack (compliance.py); the same object until it changes."""
 
     @property
     def roots(self) -> list[Finding]:

@@ -184,6 +184,8 @@ def kind_shape(group: str, kind: str) -> tuple[type[msgspec.Struct], Step, Step]
     for name, section in schema.sections.items():
         if name and section.fields:
             fields[name] = dataclasses.replace(section, keep_empty=False)
+        elif not name and (group, kind) not in EVENT_KINDS:
+            fields |= section.fields  # a policy report's fields
         elif not name:
             spelled = {new: old for old, new in EVENT_KINDS[group, kind].items()}
             fields |= {spelled.get(name, name): field for name, field in section.fields.items()}
