@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from watcher.model.audits import Audit, Policy
+from watcher.model.compliance import ComplianceReport, StackViolations
+from watcher.model.objects import Key
 from watcher.model.types import (
     ControllerHealth,
     Evaluation,
@@ -280,4 +283,46 @@ def hostile() -> Evaluation:
             RevisionInfo(odd, f"GitRepository/{HOSTILE}", f"main@{HOSTILE}", HOSTILE),
             *(RevisionInfo(ks("a", each), "GitRepository/a/b", each, "v1") for each in EACH_ESCAPE),
         ],
+        compliance=ComplianceReport(
+            tuple(
+                StackViolations(
+                    Policy("kyverno", "Policy", f"ns/policy-{each}"),
+                    "audit",
+                    "fail",
+                    Key("kustomize.toolkit.fluxcd.io", "Kustomization", f"ns-{HOSTILE}", f"name-{each}"),
+                    1,
+                    (),
+                )
+                for each in (HOSTILE, *EACH_ESCAPE)
+            )
+        ),
+    )
+
+
+def policy_compliance() -> Evaluation:
+    """A dryrun Gatekeeper constraint whose audit lists 20 of its 23 violations, 20 in one
+    Kustomization's stack, the other 3 unlisted; a Kyverno ClusterPolicy in Audit mode failing
+    and warning on a HelmRelease's Deployment; a namespaced Policy failing on an object no stack owns."""
+    labels = Policy("gatekeeper", "K8sRequiredLabels", "must-have-owner")
+    owner = Policy("kyverno", "ClusterPolicy", "require-owner")
+    local = Policy("kyverno", "Policy", "team-c/require-limits")
+    team_a = Key("kustomize.toolkit.fluxcd.io", "Kustomization", "flux-system", "team-a")
+    api = Key("helm.toolkit.fluxcd.io", "HelmRelease", "team-b", "api")
+    web = Key("apps", "Deployment", "team-a", "web")
+    deploy = Key("apps", "Deployment", "team-b", "api")
+    rows = (
+        StackViolations(labels, "dryrun", "fail", team_a, 20, (web,)),
+        StackViolations(labels, "dryrun", "fail", None, 3, ()),
+        StackViolations(owner, "audit", "fail", api, 1, (deploy,)),
+        StackViolations(owner, "audit", "warn", api, 2, (deploy,)),
+        StackViolations(local, "unknown", "fail", None, 1, (Key("apps", "Deployment", "team-c", "x"),)),
+    )
+    audits = (Audit(labels, "dryrun", READY_SINCE, 23, 20),)
+    return Evaluation(
+        now=NOW,
+        findings=[],
+        objects=[],
+        controllers=[],
+        revisions=[],
+        compliance=ComplianceReport(rows, audits, reports=2),
     )

@@ -46,6 +46,7 @@ def value(evaluation: Evaluation, metric: str, /, **labels: str) -> float | None
         pytest.param(ev.policy_denied, id="policy_denied"),
         pytest.param(ev.crd_ownership_risk, id="crd_ownership_risk"),
         pytest.param(ev.prune_orphan, id="prune_orphan"),
+        pytest.param(ev.policy_compliance, id="policy_compliance"),
     ],
 )
 def test_exposition_matches_golden_text_and_passes_promtool(scene: Callable[[], Evaluation]) -> None:
@@ -256,3 +257,18 @@ def test_a_scrape_after_one_object_changed_renders_only_that_object() -> None:
     assert again is not rendered
     assert again.chunks[0] != rendered.chunks[0]
     assert all(new is old for new, old in zip(again.chunks[1:], rendered.chunks[1:], strict=True))
+
+
+def test_violations_no_stack_owns_are_counted_under_the_unattributed_stack() -> None:
+    labels = {
+        "engine": "gatekeeper",
+        "policy_kind": "K8sRequiredLabels",
+        "policy": "must-have-owner",
+        "enforcement_action": "dryrun",
+        "result": "fail",
+    }
+    scene = ev.policy_compliance()
+    owned = {"stack_kind": "Kustomization", "stack_namespace": "flux-system", "stack_name": "team-a"}
+    nobody = {"stack_kind": "unattributed", "stack_namespace": "", "stack_name": ""}
+    assert value(scene, "stalewatch_policy_violations", **labels, **owned) == 20
+    assert value(scene, "stalewatch_policy_violations", **labels, **nobody) == 3

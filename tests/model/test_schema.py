@@ -27,8 +27,8 @@ from watcher.model.fastpath import Decoded, fast_path
 from watcher.model.kinds import GATEKEEPER_GROUP
 from watcher.model.schema import (
     CUSTOM,
-    GROUP_KINDS,
     EVENTS_V1_RENAMES,
+    GROUP_KINDS,
     KINDS,
     Bool,
     Field,

@@ -32,6 +32,7 @@ from prometheus_client.registry import CollectorRegistry
 from watcher.export.families import Family, Gauge, Rendered, StateSet, Values, render_whole
 from watcher.export.families import render as render  # what /metrics calls
 from watcher.export.families import text_format as text_format
+from watcher.model.compliance import StackViolations
 from watcher.model.types import (
     CONTROLLER_DOWN_REASONS,
     ControllerHealth,
@@ -165,6 +166,21 @@ def _orphaned(findings: Sequence[Finding]) -> list[tuple[Values, float]]:
     return [(key, float(count)) for key, count in sorted(counts.items())]
 
 
+UNATTRIBUTED = "unattributed"
+"""stack_kind of the violations no stack owns (and those an audit counts but does not list);
+stack_namespace and stack_name are then empty. No Kubernetes kind is spelled in lower case."""
+
+
+def _violations(e: Evaluation) -> Sequence[StackViolations]:
+    return e.compliance.violations if e.compliance is not None else ()
+
+
+def _violation_labels(row: StackViolations) -> Values:
+    stack = (row.stack.kind, row.stack.namespace, row.stack.name) if row.stack else (UNATTRIBUTED, "", "")
+    policy = row.policy
+    return (policy.engine, policy.kind, policy.name, row.action, row.result, *stack)
+
+
 def _unique(items: Iterable[_Keyed]) -> list[_Keyed]:
     """First one wins: two series with the same labels would make Prometheus drop samples."""
     seen: set[Values] = set()
@@ -254,6 +270,30 @@ GROUPS: tuple[_Group, ...] = (
             ),
         ),
         prepare=_orphaned,
+    ),
+    _Group(
+        "compliance",
+        _violations,
+        (
+            Gauge[StackViolations](
+                "stalewatch_policy_violations",
+                "Violations an audit reports (Gatekeeper constraints' status, wgpolicyk8s.io policy "
+                "reports), per policy and the stack owning the objects: engine gatekeeper, kyverno, vap or a "
+                'report\'s source; result fail, warn or error; stack_kind="unattributed" when no stack '
+                "owns them or the audit counts them without listing them.",
+                (
+                    "engine",
+                    "policy_kind",
+                    "policy",
+                    "enforcement_action",
+                    "result",
+                    "stack_kind",
+                    "stack_namespace",
+                    "stack_name",
+                ),
+                of=lambda row: (_violation_labels(row), float(row.count)),
+            ),
+        ),
     ),
     _Group(
         "objects",

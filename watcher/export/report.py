@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from watcher.export import compliance
 from watcher.model.objects import describe, format_age
 from watcher.model.types import Evaluation, Finding, FindingType, Rejection, Severity, Subject, rfc3339
 from watcher.terminal import lines_of, printable
@@ -44,6 +45,9 @@ def render_text(evaluation: Evaluation, *, objects: int, load_errors: int = 0, c
         lines.append(no_findings(objects, evaluation.rejected, load_errors=load_errors))
     else:
         lines.append("No objects were evaluated.")
+    section = compliance.text_lines(evaluation.compliance)
+    if section:
+        lines += ["", *section]
     if evaluation.rejected:
         lines.append(f"{rejected_line(evaluation.rejected)}:")
         for rejection in evaluation.rejected:
@@ -59,6 +63,7 @@ def render_json(evaluation: Evaluation, *, objects: int, load_errors: int = 0) -
         "findings": [finding.to_dict() for finding in evaluation.findings],
         "summary": summary(evaluation, objects=objects, load_errors=load_errors),
         "rejected": [rejection.to_dict() for rejection in evaluation.rejected],
+        "compliance": compliance.document(evaluation.compliance),
     }
     return orjson.dumps(document, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
 
