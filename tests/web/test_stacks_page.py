@@ -16,6 +16,7 @@ from tests.model.builders import (
     pod,
     terraform,
 )
+from tests.model.test_compliance import constraint, ks_labels, violation
 from tests.web.cluster import HOSTILE, TOFU_IMAGE, Cluster, cluster, incident
 from tests.web.dom import Node
 from watcher.web.stacks import STACKS_PER_PAGE
@@ -297,3 +298,31 @@ def test_an_object_prune_left_behind_is_shown_under_its_former_kustomization_and
         "Terraform flux-system/vpc",
     ]
     assert rows[2][1:3] == ["failing", "PruneOrphan"]
+
+
+def test_a_stack_row_shows_the_policy_violations_of_what_it_owns_and_the_header_their_sum() -> None:
+    page = cluster(
+        flux(),
+        git_repository("flux-system"),
+        kustomization(
+            "flux-system", inventory=["flux-system_team-a_kustomize.toolkit.fluxcd.io_Kustomization"]
+        ),
+        kustomization("team-a", inventory=["team-a_web_apps_Deployment"]),
+        deployment("web", "team-a", labels=ks_labels("team-a")),
+        constraint(violations=[violation("Deployment", "team-a", "web")] * 20, total=23),
+    )
+    doc = page.page({"open": "flux-system/flux-system"})
+    assert by_name(doc)["team-a"][-1] == "20: must-have-owner"
+    assert by_name(doc)["web"][-1] == ""
+    head = doc.by_id("stacks-rows").one("tr", "stackhead").all("td")
+    assert head[-1].text == "20: must-have-owner", "the 3 unlisted are no stack's: not in any row"
+
+
+def test_policy_violations_stalewatch_cannot_list_are_said_not_judged() -> None:
+    page = cluster(flux(), git_repository("flux-system"), kustomization("flux-system"))
+    page.model.set_blind({"PolicyReport"})
+    doc = page.page()
+    assert (
+        "Policy violations not judged: stalewatch cannot list PolicyReport"
+        in doc.by_id("stacks-summary").text
+    )

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
+from watcher.model.compliance import StackViolations
 from watcher.model.flux import inventory, release_keys
 from watcher.model.graph import release_of
 from watcher.model.kinds import HELM_GROUP, KINDS, KUSTOMIZE_GROUP
@@ -91,6 +92,8 @@ class Row:
     findings: tuple[Finding, ...] = ()
     orphaned: bool = False
     """Not in its parent's inventory any more: prune left it behind (PruneOrphan)."""
+    violations: tuple[StackViolations, ...] = ()
+    """The policy violations of the objects this Kustomization or HelmRelease owns (compliance.py)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +119,8 @@ class Forest:
     """Worst first, then by root key."""
     placed: Mapping[Key, tuple[tuple[int, int], ...]]
     """Where each object appears: (stack index, row index), for its owner chain."""
+    policies_blind: tuple[str, ...] = ()
+    """Policy kinds stalewatch cannot list: no row's violations can be told (compliance.py)."""
 
     def stack(self, root: Key) -> Stack | None:
         places = self.placed.get(root, ())
@@ -183,7 +188,8 @@ def build_forest(snapshot: Objects, evaluation: Evaluation) -> Forest:
     for index, stack in enumerate(stacks):
         for at, row in enumerate(stack.rows):
             placed[row.key].append((index, at))
-    return Forest(tuple(stacks), {key: tuple(places) for key, places in placed.items()})
+    blind = evaluation.compliance.blind if evaluation.compliance is not None else ()
+    return Forest(tuple(stacks), {key: tuple(places) for key, places in placed.items()}, blind)
 
 
 def _left_behind(findings: Iterable[Finding]) -> dict[Key, list[Key]]:
@@ -275,6 +281,8 @@ class _Judge:
                 self._rejected.setdefault(_key(rejection.subject), rejection.message)
         self._controllers = _reconcilers(evaluation.controllers)
         self._revisions: dict[Key, RevisionInfo] = {_key(r.subject): r for r in evaluation.revisions}
+        found = evaluation.compliance.by_stack() if evaluation.compliance is not None else {}
+        self._violations = {stack: tuple(rows) for stack, rows in found.items() if stack is not None}
 
     def row(self, key: Key, parent: Key | None, depth: int) -> Row:
         obj = self._snapshot.get(key)
@@ -311,6 +319,7 @@ class _Judge:
             reconciler=reconciler,
             findings=findings,
             orphaned=orphaned,
+            violations=self._violations.get(key, ()),
         )
 
     def _reconciler(self, name: str | None) -> Reconciler | None:

@@ -20,6 +20,7 @@ from typing import Protocol
 from urllib.parse import quote
 
 from watcher.export.report import plural
+from watcher.model.compliance import StackViolations
 from watcher.model.graph import Snapshot
 from watcher.model.objects import Key, describe
 from watcher.model.revisions import short
@@ -34,7 +35,17 @@ from watcher.web.search import found_in
 STACKS_PER_PAGE = 50
 ROWS_OPEN = 200
 ROWS_PER_PAGE = 500
-HEADER = ("Object", "Status", "Why", "Source revision", "Applied", "Attempted", "Controller", "Findings")
+HEADER = (
+    "Object",
+    "Status",
+    "Why",
+    "Source revision",
+    "Applied",
+    "Attempted",
+    "Controller",
+    "Findings",
+    "Policy violations",
+)
 TABLE = '<table class="stacks"><thead><tr>' + "".join(f"<th>{h}</th>" for h in HEADER) + "</tr></thead>"
 
 
@@ -149,6 +160,12 @@ def _summary_text(
             for n in range(1, pages + 1)
         ]
         lines.append(f'<p class="pages">Page: {" ".join(links)}</p>')
+    if forest.policies_blind:
+        blind = ", ".join(forest.policies_blind)
+        lines.append(
+            f'<p class="down">Policy violations not judged: stalewatch cannot list {escape(blind)} '
+            "(forbidden or not listed yet).</p>"
+        )
     if not forest.stacks:
         lines.append("<p>No root Kustomization seen.</p>")
     elif query.searching and not listed:
@@ -184,6 +201,7 @@ def header(
         *_revisions(root),
         _reconciler(root.reconciler, now),
         escape(plural(sum(len(r.findings) for r in stack.rows), "finding")),
+        _violations([v for row in stack.rows for v in row.violations]),
     ]
     tds = "".join(f"<td>{cell}</td>" for cell in cells)
     return Part(ident, "stacks-rows", f'<tr id="{ident}" class="stackhead">{tds}</tr>')
@@ -207,6 +225,7 @@ def row_html(row: Row, ident: str, *, now: datetime) -> str:
         *_revisions(row),
         _reconciler(row.reconciler, now),
         escape(", ".join(sorted({str(f.type) for f in row.findings}))),
+        _violations(row.violations),
     ]
     css = "skew" if row.skew else ("bad" if row.verdict in (Verdict.FAILING, Verdict.STALE) else "")
     tds = "".join(f"<td>{cell}</td>" for cell in cells)
@@ -220,6 +239,16 @@ def _more_rows(stack: Stack, count: int, query: Query) -> Part:
     return Part(
         ident, "stacks-rows", f'<tr id="{ident}"><td colspan="{len(HEADER)}" class="more">{text}</td></tr>'
     )
+
+
+def _violations(rows: Sequence[StackViolations]) -> str:
+    """How many violations an audit reports on what the row owns, and of which policies (an
+    audit's information for the owner, not a verdict: the row's status does not change)."""
+    if not rows:
+        return ""
+    total = sum(r.count for r in rows)
+    policies = sorted({r.policy.name or f"{r.policy.engine} (unlisted)" for r in rows})
+    return f'<span class="violations">{total}</span>: {escape(", ".join(policies))}'
 
 
 def _verdict(verdict: Verdict) -> str:
