@@ -31,8 +31,13 @@ KINDS = ",".join(
     )
 )
 CRDS = Path(__file__).parent / "crds"
-EXAMPLE_KINDS = {"policy-denied-loadbalancer": (CRDS / "edgegateways.yaml", "edgegateways")}
-"""Examples with a custom resource of their own: its CRD, installed first, and its plural."""
+EXAMPLE_KINDS = {
+    "policy-denied-loadbalancer": (
+        (CRDS / "edgegateways.yaml", CRDS / "policies.yaml"),
+        "edgegateways,k8sdenyservicetypes,policyreports",
+    )
+}
+"""Examples with custom resources of their own: their CRDs, installed first, and their plurals."""
 EXTRA_KINDS = {
     "crd-ownership-risk": "customresourcedefinitions,imagerepositories,imagepolicies",
     "healthy-multi-stack": "customresourcedefinitions,imagerepositories,imagepolicies",
@@ -147,8 +152,8 @@ def test_real_kubectl_output_gives_the_examples_findings(
 ) -> None:
     kinds = KINDS
     if example in EXAMPLE_KINDS:
-        crd, plural = EXAMPLE_KINDS[example]
-        control_plane.install_crds(crd)
+        files, plural = EXAMPLE_KINDS[example]
+        control_plane.install_crds(*files)
         kinds += f",{plural}"
     crds = store(control_plane, example, renames)
     try:
