@@ -165,3 +165,5 @@ def test_real_kubectl_output_gives_the_examples_findings(
     finally:
         if crds:  # cluster-scoped: they would outlive the test's namespaces
             control_plane.kubectl("delete", "crd", *crds)
+        if example in EXAMPLE_KINDS:  # policy kinds left there would be watched (and forbidden) later
+            control_plane.kubectl("delete", "--ignore-not-found", f"--filename={CRDS / 'policies.yaml'}")
