@@ -93,6 +93,7 @@ async def test_violations_per_stack_are_served_on_metrics_and_the_page(
 ) -> None:
     constraint = await create_violations(kube, namespace)
     gk = {"engine": "gatekeeper", "policy_kind": "K8sDenyServiceType", "enforcement_action": "dryrun"}
+    kyverno = {"engine": "kyverno", "policy_kind": "ClusterPolicy", "enforcement_action": "unknown"}
     stack = ("Kustomization", namespace, "team-a")
     async with stalewatch_running(
         settings_for(control_plane.kubeconfig, include_namespaces=[namespace])
@@ -100,14 +101,16 @@ async def test_violations_per_stack_are_served_on_metrics_and_the_page(
 
         async def counted() -> Any:
             samples = await service.metrics()
-            return samples if gauge(samples, constraint, ("unattributed", "", ""), **gk) else None
+            both = gauge(samples, constraint, ("unattributed", "", ""), **gk) and gauge(
+                samples, "require-run-as-non-root", stack, **kyverno
+            )
+            return samples if both else None
 
-        samples = await poll(counted, within=20, what="the constraint's violations")
+        samples = await poll(counted, within=20, what="the constraint's and the report's violations")
         status, page = await service.get(f"/?open={namespace}/team-a")
     try:
         assert gauge(samples, constraint, stack, **gk) == 1
         assert gauge(samples, constraint, ("unattributed", "", ""), **gk) == 2, "3 counted, 1 listed"
-        kyverno = {"engine": "kyverno", "policy_kind": "ClusterPolicy", "enforcement_action": "unknown"}
         assert gauge(samples, "require-run-as-non-root", stack, **kyverno) == 1
         assert status == 200
         assert f'<span class="violations">2</span>: {constraint}, require-run-as-non-root' in page
@@ -165,9 +168,18 @@ async def test_policy_reports_the_account_may_not_list_are_blind_not_compliant(
     settings = settings_for(without_reports, include_namespaces=[namespace])
     try:
         async with stalewatch_running(settings) as service:
-            samples = await poll(service.metrics, within=20, what="metrics")
+
+            async def constraints_read() -> Any:
+                samples = await service.metrics()
+                return samples if any(k[0] == "stalewatch_policy_violations" for k in samples) else None
+
+            samples = await poll(constraints_read, within=20, what="the constraint's violations")
             status, page = await service.get("/")
         assert metric(samples, "stalewatch_kind_forbidden", group="wgpolicyk8s.io", kind="PolicyReport") == 1
+        gk = {"engine": "gatekeeper", "policy_kind": "K8sDenyServiceType", "enforcement_action": "dryrun"}
+        assert gauge(samples, constraint, ("Kustomization", namespace, "team-a"), **gk) == 1, (
+            "the rest is read"
+        )
         assert not [
             k for k in samples if k[0] == "stalewatch_policy_violations" and ("engine", "kyverno") in k[1]
         ]
