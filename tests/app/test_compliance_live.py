@@ -124,14 +124,17 @@ async def test_violations_per_stack_are_served_on_metrics_and_the_page(
         )
 
 
-@pytest.fixture
+@pytest.fixture(params=[True, False], ids=["with-crds", "without-crds"])
 async def without_reports(
-    control_plane: ControlPlane, kube: Kube, namespace: str, tmp_path: Path
+    request: pytest.FixtureRequest, control_plane: ControlPlane, kube: Kube, namespace: str, tmp_path: Path
 ) -> AsyncIterator[Path]:
     """A ServiceAccount that may list what stalewatch watches, constraints included, but no
-    policy reports."""
+    policy reports; (param) with or without CRD access: without, the policy kinds are found
+    through API discovery."""
     name = f"stalewatch-{uuid.uuid4().hex[:8]}"
     allowed = {**ALLOWED, "apps": [*ALLOWED["apps"], "deployments"], "constraints.gatekeeper.sh": ["*"]}
+    if not request.param:
+        del allowed["apiextensions.k8s.io"]
     account = {
         "apiVersion": "v1",
         "kind": "ServiceAccount",

@@ -171,6 +171,46 @@ def test_the_policy_denial_names_the_constraint_the_service_the_controller_and_h
     )
 
 
+def test_the_policy_denial_names_the_constraint_and_the_stack_that_installed_it_and_compliance_per_stack(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, report = analyze_json(capsys, str(EXAMPLES / "policy-denied-loadbalancer"))
+    [root] = report["findings"]
+    assert root["evidence"]["policy_objects"] == ["K8sDenyServiceType deny-public-loadbalancers"]
+    assert root["evidence"]["policy_installed_by"] == ["Kustomization flux-system/platform-policies"]
+    compliance = report["compliance"]
+    assert [
+        (v["policy"], v["enforcement_action"], v["stack"], v["count"], v["objects"])
+        for v in compliance["violations"]
+    ] == [
+        (
+            "deny-public-loadbalancers",
+            "deny",
+            "Kustomization/flux-system/team-checkout",
+            1,
+            ["Service/checkout/storefront-metrics-lb"],
+        ),
+        (
+            "require-run-as-non-root",
+            "unknown",
+            "Kustomization/flux-system/team-checkout",
+            1,
+            ["Deployment/checkout/edge-gateway-controller"],
+        ),
+    ]
+    assert compliance["constraints"] == [
+        {
+            "kind": "K8sDenyServiceType",
+            "name": "deny-public-loadbalancers",
+            "enforcement_action": "deny",
+            "audited": "2026-11-30T11:59:12Z",
+            "total": 1,
+            "listed": 1,
+        }
+    ]
+    assert (compliance["reports"], compliance["not_judged"], code) == (1, [], 0), "information, no exit code"
+
+
 def test_stuck_reconciling_says_ready_true_is_set_too(capsys: pytest.CaptureFixture[str]) -> None:
     _, report = analyze_json(capsys, str(EXAMPLES / "reconciling-left-true"))
     assert "Ready=True" in report["findings"][0]["message"]

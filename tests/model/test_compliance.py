@@ -123,15 +123,16 @@ def report(
     return obj
 
 
-def cluster_policy(name: str, action: str = "Audit") -> Obj:
+def cluster_policy(name: str, action: str = "Audit", *, rule_action: str | None = None) -> Obj:
+    """A Kyverno ClusterPolicy; `rule_action`: its rule's own validate.failureAction (Kyverno 1.13)."""
+    validate: Obj = {"message": "owner is required"}
+    if rule_action is not None:
+        validate["failureAction"] = rule_action
     return {
         "apiVersion": "kyverno.io/v1",
         "kind": "ClusterPolicy",
         "metadata": meta(name, None),
-        "spec": {
-            "validationFailureAction": action,
-            "rules": [{"name": "check-owner", "validate": {"message": "owner is required"}}],
-        },
+        "spec": {"validationFailureAction": action, "rules": [{"name": "check-owner", "validate": validate}]},
     }
 
 
@@ -215,6 +216,19 @@ CASES = [
             (CP, "audit", "warn", "Kustomization/flux-system/team-a", "Deployment/team-a/web", 1),
         ],
         id="a-policy-reports-fail-and-warn-results-count-pass-and-skip-do-not",
+    ),
+    pytest.param(
+        [
+            cluster_policy("require-owner", rule_action="Enforce"),
+            report(
+                "uid-web",
+                "team-a",
+                [result("require-owner", "fail")],
+                scope=ref("Deployment", "team-a", "web"),
+            ),
+        ],
+        [(CP, "enforce", "fail", "Kustomization/flux-system/team-a", "Deployment/team-a/web", 1)],
+        id="a-kyverno-rules-own-failure-action-beats-its-policys",
     ),
     pytest.param(
         [

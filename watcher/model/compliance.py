@@ -205,7 +205,7 @@ class Compliance:
         ]
         rows.sort(key=lambda r: (r.policy, r.action, r.result, r.stack is None, r.stack or _NO_STACK))
         audits = tuple(read.audit for _, read in sorted(self._reads.items()) if read.audit is not None)
-        reports = sum(1 for key in self._reads if key.group not in (GATEKEEPER_GROUP,))
+        reports = sum(1 for key in self._reads if key.group != GATEKEEPER_GROUP)
         return ComplianceReport(tuple(rows), audits, reports, self._blind())
 
     def _action(self, violation: Violation) -> str:
