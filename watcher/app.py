@@ -103,6 +103,7 @@ class Runtime:
             self.live,
             self.telemetry,
             controllers=config.controllers,
+            extra_kinds=settings.watched_kinds(),
             keep_namespace=settings.watches_namespace,
             options=options,
         )

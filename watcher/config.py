@@ -80,6 +80,10 @@ MAX_COUNT = 10_000
 
 _DURATION_HINT = "expected a duration such as 90s, 10m or 1h30m (units h, m, s, ms), or a number of seconds"
 _NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+_KIND = re.compile(
+    r"(?P<kind>[A-Z][A-Za-z0-9]{0,62})\.(?P<group>[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+)"
+)
+_BUILT_IN_GROUP = ".k8s.io"
 _LISTEN = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[^:\[\]\s]*):(?P<port>\d{1,5})")
 
 
@@ -125,6 +129,18 @@ def _check_namespaces(names: list[str]) -> list[str]:
     for name in names:
         if not _NAMESPACE.fullmatch(name):
             raise ValueError(f"{name!r} is not a namespace name (lowercase letters, digits and '-', 1-63)")
+    return names
+
+
+def _check_kinds(names: list[str]) -> list[str]:
+    for name in names:
+        match = _KIND.fullmatch(name)
+        if match is None or len(match["group"]) > 253:
+            raise ValueError(
+                f"{name!r} is not a custom kind: expected Kind.group, e.g. Widget.example.com"
+            )
+        if match["group"].endswith(_BUILT_IN_GROUP):
+            raise ValueError(f"{name!r} is a built-in kind: only custom kinds (served by a CRD) can be added")
     return names
 
 
@@ -206,6 +222,9 @@ class Settings(BaseSettings):
     include_namespaces: Namespaces = []
     exclude_namespaces: Namespaces = []
     controllers: list[ControllerSetting] = []
+    conflict_watch_kinds: Namespaces = []
+    """Custom kinds (Kind.group) watched for ConflictingWriters besides the kinds stalewatch
+    watches anyway (those a configured controller reconciles), e.g. a shared CR two teams write."""
     listen: str = ":8080"
     kubeconfig: str | None = None
     context: str | None = None
@@ -235,6 +254,17 @@ class Settings(BaseSettings):
     @classmethod
     def _namespace_names(cls, value: list[str]) -> list[str]:
         return _check_namespaces(value)
+
+    @field_validator("conflict_watch_kinds")
+    @classmethod
+    def _kind_names(cls, value: list[str]) -> list[str]:
+        return _check_kinds(value)
+
+    def watched_kinds(self) -> tuple[tuple[str, str], ...]:
+        """(group, kind) of each conflict_watch_kinds entry."""
+        return tuple(
+            (group, kind) for kind, _, group in (name.partition(".") for name in self.conflict_watch_kinds)
+        )
 
     @field_validator("log_level", "log_format", "otel_exporter", mode="before")
     @classmethod

@@ -298,8 +298,8 @@ def test_bad_set_options_name_the_option(assignments: list[str], message: str) -
 DURATION = "expected a duration such as 90s, 10m or 1h30m (units h, m, s, ms), or a number of seconds"
 FINDING_TYPES = ", ".join(FindingType)
 TOP_LEVEL = (
-    "thresholds, severities, include_namespaces, exclude_namespaces, controllers, listen, kubeconfig, "
-    "context, log_level, log_format, otel_exporter, timeline_entries"
+    "thresholds, severities, include_namespaces, exclude_namespaces, controllers, conflict_watch_kinds, "
+    "listen, kubeconfig, context, log_level, log_format, otel_exporter, timeline_entries"
 )
 LISTEN = "expected [HOST]:PORT such as ':8080', '127.0.0.1:9090' or '[::1]:8080'"
 
@@ -443,6 +443,18 @@ LISTEN = "expected [HOST]:PORT such as ':8080', '127.0.0.1:9090' or '[::1]:8080'
             {"timeline_entries": 200000},
             "config: timeline_entries: Input should be less than or equal to 100000 (got 200000)",
             id="timeline-entries-past-the-bound",
+        ),
+        pytest.param(
+            {"conflict_watch_kinds": ["Widget.example.com", "ConfigMap"]},
+            "config: conflict_watch_kinds: 'ConfigMap' is not a custom kind: expected Kind.group,"
+            " e.g. Widget.example.com",
+            id="conflict-watch-kind-without-its-group",
+        ),
+        pytest.param(
+            {"conflict_watch_kinds": ["Ingress.networking.k8s.io"]},
+            "config: conflict_watch_kinds: 'Ingress.networking.k8s.io' is a built-in kind: only"
+            " custom kinds (served by a CRD) can be added",
+            id="conflict-watch-kind-built-in",
         ),
         pytest.param(
             {"listen_address": ":8080"},

@@ -231,6 +231,19 @@ def prune_orphan() -> Evaluation:
         controllers=[],
         revisions=[],
     )
+def fight(id: str, about: Subject, managers: list[str], flips: int = 5) -> Finding:
+    """A ConflictingWriters with the evidence its metric reads (managers, flips)."""
+    found = finding(id, FindingType.CONFLICTING_WRITERS, about)
+    found.evidence = {"managers": managers, "flips": flips}
+    return found
+
+
+def conflicting_writers() -> Evaluation:
+    """A platform operator's PUTs erase the sidecar a mesh controller adds to a shared Widget:
+    one root, one series per manager with the flips in the window."""
+    widget = subject("Widget", "team-a", "shop", "example.com/v1")
+    found = fight("ConflictingWriters/Widget/team-a/shop", widget, ["mesh-controller", "platform-operator"])
+    return Evaluation(now=NOW, findings=[found], objects=[], controllers=[], revisions=[])
 
 
 HOSTILE = (
@@ -262,6 +275,7 @@ def hostile() -> Evaluation:
             at_risk(f"risk-{HOSTILE}", subject("CustomResourceDefinition", "", f"crd-{HOSTILE}", "v1"),
                     [f"HelmRelease a/{HOSTILE}", *EACH_ESCAPE], {f"ctl-{HOSTILE}": None}, objects=3),
             orphan(odd, f"Kustomization/ns-{HOSTILE}/name-{HOSTILE}", "NotInInventory"),
+            fight(f"writers-{HOSTILE}", odd, [f"manager-{HOSTILE}", *EACH_ESCAPE]),
         ],
         objects=[
             ObjectHealth(

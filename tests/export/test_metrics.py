@@ -47,6 +47,7 @@ def value(evaluation: Evaluation, metric: str, /, **labels: str) -> float | None
         pytest.param(ev.crd_ownership_risk, id="crd_ownership_risk"),
         pytest.param(ev.prune_orphan, id="prune_orphan"),
         pytest.param(ev.policy_compliance, id="policy_compliance"),
+        pytest.param(ev.conflicting_writers, id="conflicting_writers"),
     ],
 )
 def test_exposition_matches_golden_text_and_passes_promtool(scene: Callable[[], Evaluation]) -> None:

@@ -32,6 +32,7 @@ from watcher.model.schema import (
     KINDS,
     Bool,
     Field,
+    FieldSet,
     Int,
     Kind,
     Labels,
@@ -78,6 +79,8 @@ def full(node: Field) -> Any:
         return {f"{node.keep[0] if node.keep else ''}k": "v"}
     if isinstance(node, ObjNode):
         return {name: full(field) for name, field in node.fields.items()}
+    if isinstance(node, FieldSet):
+        return {"f:spec": {".": {}, "f:size": {}}}
     entry = full(node.item)
     if node.types is not None:
         entry["type"] = sorted(node.types)[0]

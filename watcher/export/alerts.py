@@ -150,6 +150,12 @@ FINDING_TEXTS: Mapping[FindingType, tuple[str, str]] = {
         " was not pruned and never will be: nothing manages it, while its controller may still act on"
         " it. Severity info when the Kustomization has spec.prune: false (left by design).",
     ),
+    FindingType.CONFLICTING_WRITERS: (
+        "is rewritten in turn by writers that undo each other",
+        "Two or more field managers keep rewriting it, each erasing or taking over fields another"
+        " owns (managedFields): typically one does full-object Updates (PUT) of a typed struct that"
+        " lacks the other's fields. Each write changes the spec, so neither's change sticks.",
+    ),
 }
 
 

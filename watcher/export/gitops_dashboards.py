@@ -171,6 +171,15 @@ def overview() -> dashboard.Dashboard:
         )
         .with_panel(
             table_panel(
+                "Writers fighting over an object",
+                f"stalewatch_conflicting_writers{{{SCOPE}}}",
+                description="Objects two or more field managers rewrite in turn, each undoing the other's"
+                " fields (ConflictingWriters): one row per manager, with its flips in the window.",
+                rename={"manager": "Manager", **OBJECT_COLUMNS, "Value": "Flips"},
+            )
+        )
+        .with_panel(
+            table_panel(
                 "Time since last change",
                 f"sort(time() - stalewatch_object_last_transition_timestamp_seconds{{{SCOPE}}})",
                 description="Since each object's Ready condition last changed, most recent first.",

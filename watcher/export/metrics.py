@@ -181,6 +181,21 @@ def _violation_labels(row: StackViolations) -> Values:
     return (policy.engine, policy.kind, policy.name, row.action, row.result, *stack)
 
 
+MAX_MANAGERS = 8
+"""Managers exposed per ConflictingWriters finding (a label value each)."""
+
+
+def _fights(findings: Sequence[Finding]) -> list[tuple[Values, float]]:
+    """((manager, kind, namespace, name), flips in the window) per manager of each
+    ConflictingWriters: which writers fight over which object, and how often."""
+    return [
+        ((manager, *_where(f.subject)), float(f.evidence["flips"]))
+        for f in findings
+        if f.type is FindingType.CONFLICTING_WRITERS
+        for manager in f.evidence["managers"][:MAX_MANAGERS]
+    ]
+
+
 def _unique(items: Iterable[_Keyed]) -> list[_Keyed]:
     """First one wins: two series with the same labels would make Prometheus drop samples."""
     seen: set[Values] = set()
@@ -294,6 +309,20 @@ GROUPS: tuple[_Group, ...] = (
                 of=lambda row: (_violation_labels(row), float(row.count)),
             ),
         ),
+    ),
+    _Group(
+        "writers",
+        lambda e: e.findings,
+        (
+            Gauge[tuple[Values, float]](
+                "stalewatch_conflicting_writers",
+                "Per field manager of each ConflictingWriters finding, how many of its turns flipped "
+                "fields within the window (conflicting_writers_window); kind/namespace/name is the object.",
+                ("manager", *OBJECT_LABELS),
+                of=lambda row: row,
+            ),
+        ),
+        prepare=_fights,
     ),
     _Group(
         "objects",

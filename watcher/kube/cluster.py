@@ -48,6 +48,7 @@ class ClusterWatcher:
         telemetry: Telemetry,
         *,
         controllers: Iterable[ControllerSpec],
+        extra_kinds: Iterable[tuple[str, str]] = (),
         keep_namespace: Callable[[str], bool] = lambda namespace: True,
         options: WatchOptions | None = None,
         built_in: Sequence[Resource] = BUILT_IN,
@@ -56,6 +57,8 @@ class ClusterWatcher:
         self._api, self._sink, self._telemetry = api, sink, telemetry
         self._built_in = tuple(built_in)
         self._controllers = tuple(controllers)
+        self._extra = frozenset(extra_kinds)
+        """(group, kind) watched although no controller reconciles them (conflict_watch_kinds)."""
         self._keep = keep_namespace
         self._options = options or WatchOptions()
         self._running: dict[KindKey, tuple[Reflector, asyncio.Task[None]]] = {}
@@ -147,7 +150,7 @@ class ClusterWatcher:
     def _reconcile_crd(self, name: str, crd: Mapping[str, Any] | None) -> None:
         """Watch the kind this CRD serves if we want it, and nothing for it otherwise."""
         resource = crd_resource(crd) if crd is not None else None
-        if resource is not None and not wanted(self._controllers, resource.group, resource.kind):
+        if resource is not None and not wanted(self._controllers, resource.group, resource.kind, self._extra):
             resource = None
         current = self._custom.get(name)
         if current is None and resource is not None and resource.key in self._discovered:
@@ -171,7 +174,7 @@ class ClusterWatcher:
         try:
             while (crds := self._telemetry.kinds.get(CRDS.key)) is not None and crds.forbidden:
                 try:
-                    found = await discover(self._api, self._controllers, limits=limits)
+                    found = await discover(self._api, self._controllers, limits=limits, extra=self._extra)
                 except _DISCOVERY_ERRORS as error:
                     log.warning("API discovery failed", extra=fields(error=describe_error(error)))
                 else:

@@ -7,7 +7,7 @@ kinds its controllers reconcile are found there instead, at each group's preferr
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 import aiohttp
@@ -25,11 +25,17 @@ class DiscoveryError(Exception):
 
 
 async def discover(
-    api: Any, controllers: Iterable[ControllerSpec], *, limits: aiohttp.ClientTimeout
+    api: Any,
+    controllers: Iterable[ControllerSpec],
+    *,
+    limits: aiohttp.ClientTimeout,
+    extra: Collection[tuple[str, str]] = (),
 ) -> dict[KindKey, Resource]:
-    """Every listable, watchable kind that a configured controller reconciles, or a policy engine's."""
+    """Every listable, watchable kind that a configured controller reconciles, a policy engine's,
+    or one in `extra` (conflict_watch_kinds)."""
     specs = tuple(controllers)
     groups = {group for spec in specs for group in spec.groups} | POLICY_FAMILIES.keys()
+    groups |= {group for group, _ in extra}
     found: dict[KindKey, Resource] = {}
     for entry in (await _get_json(api, "/apis", limits)).get("groups") or ():
         name = entry.get("name")
@@ -40,7 +46,7 @@ async def discover(
         for resource in (await _get_json(api, f"/apis/{preferred}", limits)).get("resources") or ():
             plural, kind = resource.get("name", ""), resource.get("kind", "")
             verbs = set(resource.get("verbs") or ())
-            if "/" in plural or not {"list", "watch"} <= verbs or not wanted(specs, name, kind):
+            if "/" in plural or not {"list", "watch"} <= verbs or not wanted(specs, name, kind, extra):
                 continue
             namespaced = bool(resource.get("namespaced", True))
             found[name, kind] = Resource(name, version, kind, plural, namespaced=namespaced)

@@ -5,13 +5,14 @@ through the CustomResourceDefinitions themselves, which stalewatch watches like 
 kind: a CRD that appears is watched at its preferred served version, one that goes away
 stops being watched. A custom kind is wanted when a configured controller reconciles it
 (the built-in ControllerSpecs cover every Flux group and tofu-controller's Terraform), or when
-it belongs to a policy engine (Gatekeeper constraints, policy reports, Kyverno policies).
+it belongs to a policy engine (Gatekeeper constraints, policy reports, Kyverno policies), or
+when it is named in conflict_watch_kinds (its objects are then watched for ConflictingWriters).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,10 +85,17 @@ def version_priority(name: str) -> tuple[int, int, int, str]:
     return (_STABILITY[stability], int(major), int(minor or 0), "")
 
 
-def wanted(controllers: Iterable[ControllerSpec], group: str, kind: str) -> bool:
-    """A custom kind is watched when a configured controller reconciles it, or when it is a
-    policy engine's (kinds.POLICY_FAMILIES: only where its CRD exists, like any custom kind)."""
-    return policy_kind(group, kind) or any(reconciles(spec, group, kind) for spec in controllers)
+def wanted(
+    controllers: Iterable[ControllerSpec], group: str, kind: str, extra: Collection[tuple[str, str]] = ()
+) -> bool:
+    """A custom kind is watched when a configured controller reconciles it, when it is a policy
+    engine's (kinds.POLICY_FAMILIES: only where its CRD exists, like any custom kind), or when it
+    is one of the `extra` (group, kind) pairs (conflict_watch_kinds: watched for ConflictingWriters)."""
+    return (
+        (group, kind) in extra
+        or policy_kind(group, kind)
+        or any(reconciles(spec, group, kind) for spec in controllers)
+    )
 
 
 def crd_resource(crd: Mapping[str, Any]) -> Resource | None:

@@ -57,6 +57,7 @@ from watcher.model.types import (
     RevisionInfo,
 )
 from watcher.model.workloads import timed_by
+from watcher.model.writers import Writers, without_fields
 
 _POD = key_of_kind(Track.POD)
 
@@ -94,6 +95,7 @@ class HealthModel:
         self._compliance = Compliance(self._store)
         self._blindness_changed = False
         """Every policy object is read again (compliance.py): a kind's objects came or went from view."""
+        self._writers = Writers(self._config)
         self._objects_due = Deadlines()
         self._health: SortedTable[Key, ObjectHealth] = SortedTable()
         self._revisions: SortedTable[Key, RevisionInfo] = SortedTable()
@@ -125,6 +127,9 @@ class HealthModel:
             obj = obj.unpacked()
         key = key_of(obj)
         try:
+            if obj["metadata"].get("managedFields"):  # the field sets are read here, never stored
+                self._writers.observe(key, obj, now=now)
+                obj = without_fields(obj)
             old, edges = self._store.put(obj, key=key)
             self._touch(key, old, obj, edges, now=now)
         except Exception as error:  # the bookkeeping of one object must not stop the others'
@@ -173,6 +178,7 @@ class HealthModel:
     def delete(self, obj: Mapping[str, Any], *, now: datetime) -> None:
         """An object was deleted; only its apiVersion, kind and metadata are read."""
         key = key_of(obj)
+        self._writers.forget(key)
         old, edges = self._store.remove(key)
         if old is not None:
             if self._controllers.claims.is_gitops(key.group, key.kind):
@@ -283,7 +289,7 @@ class HealthModel:
         controllers = self._controllers.pop_due(now)
         removals = self._removals.pop_due(now)
         orphans = self._orphans.pop_due(now)
-        if objects or controllers or removals or orphans:
+        if objects or controllers or removals or orphans or self._writers.due(now):
             self._changed = self._recheck = True
             self._dirty.update(objects)
 
@@ -314,6 +320,8 @@ class HealthModel:
         self._blindness_changed = False
         if self._compliance.take_moved():
             self._recheck = True  # a PolicyDenied may name a constraint that came or went
+        if self._writers.due(now) and self._writers.refresh(now):
+            self._recheck = True
         owners_changed = self._correlator.forget(touched, edges)
         if self._last is None or owners_changed or self._must_correlate():
             reads = Recorder(self._store)
@@ -322,7 +330,10 @@ class HealthModel:
                 candidates,
                 view=reads,
                 controllers=controllers,
-                removals=self._removals.findings() + self._risks.findings() + self._orphans.findings(),
+                removals=self._removals.findings()
+                + self._risks.findings()
+                + self._orphans.findings()
+                + self._writers.findings(),
                 config=self._config,
                 now=now,
                 satellites=self._satellites.candidates,

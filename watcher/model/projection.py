@@ -5,8 +5,9 @@ before it reaches the model, so the rules can trust types and never see a Secret
 a managedFields blob or a 50 KiB condition message. The live watcher keeps only these
 projections, which is why they are small: a typical Pod is under 1 KiB as JSON (about
 2.2 KiB as Python objects). A Pod keeps no spec (its images are in containerStatuses),
-container states keep no times, managedFields shrink to who wrote when (not for Pods
-and Events), and an empty string is left out (it reads the same as absent).
+container states keep no times, managedFields shrink to who wrote when and the paths of the
+fields each owns (not for Pods and Events; the model keeps the paths only for objects whose
+writers fight, writers.py), and an empty string is left out (it reads the same as absent).
 
 The fields and their bounds are declared in schema.py; this module compiles each schema node
 into a check. Per field the schema says what happens when the value is wrong:
@@ -34,10 +35,12 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, NoReturn
 
+from watcher.model.fieldsets import field_paths
 from watcher.model.schema import (
     EVENTS_V1_RENAMES,
     Bool,
     Field,
+    FieldSet,
     Int,
     Labels,
     List,
@@ -209,6 +212,13 @@ def _labels(node: Labels) -> Check:
     return check
 
 
+def _fieldset(value: Any) -> Any:
+    """fieldsV1 as its sorted paths (fieldsets.py); not a mapping: dropped."""
+    if type(value) is not dict and not isinstance(value, Mapping):
+        raise _Drop
+    return field_paths(value)
+
+
 def _obj(node: Obj) -> Check:
     """A mapping of known fields. `strict`: a non-mapping is malformed (else dropped).
     `required`: without these entries, this (lenient) entry is dropped; so is an empty
@@ -284,6 +294,7 @@ _COMPILERS: dict[type, Callable[[Any], Check]] = {
     Labels: _labels,
     Obj: _obj,
     List: _list,
+    FieldSet: lambda n: _fieldset,
 }
 
 

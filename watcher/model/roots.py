@@ -15,6 +15,9 @@ from watcher.model.objects import Key, describe
 from watcher.model.types import Finding, FindingType
 from watcher.model.working import Correlation, Pass, key_of_subject, order_key, subject_order
 
+_OWN_ROOTS = (FindingType.CONFLICTING_WRITERS,)
+"""Types no other finding on their subject explains (a controller down does not make two others
+fight): a root even when that subject's first finding is another."""
 _CHAINED = (FindingType.DEPENDENCY_BLOCKED, FindingType.RECONCILE_FAILED)
 """Types linked to another object's finding, whose message names the end of the chain too."""
 
@@ -23,7 +26,8 @@ def finish(run: Pass) -> Correlation:
     parent: dict[str, str | None] = {}
     for ids in run.by_subject.values():
         for index, fid in enumerate(ids):
-            parent[fid] = run.links.get(fid) if index == 0 else ids[0]
+            first = index == 0 or run.found[fid].type in _OWN_ROOTS
+            parent[fid] = run.links.get(fid) if first else ids[0]
     roots: dict[str, str] = {}
     members: dict[str, list[str]] = defaultdict(list)
     for fid in sorted(run.found):

@@ -88,7 +88,13 @@ class List:
     types: frozenset[str] | None = None
 
 
-Field = Str | Int | Bool | Time | Labels | Obj | List
+@dataclass(frozen=True, eq=False)
+class FieldSet:
+    """A managedFields entry's fieldsV1 trie, kept as the sorted field paths it names, bounded
+    (fieldsets.py): what ConflictingWriters compares between versions. A non-mapping is dropped."""
+
+
+Field = Str | Int | Bool | Time | Labels | Obj | List | FieldSet
 
 
 @dataclass(frozen=True, eq=False)
@@ -148,17 +154,21 @@ _METADATA_FIELDS: dict[str, Field] = {
         Obj({"apiVersion": TOKEN, "kind": TOKEN, "name": NAME, "controller": Bool()}), limit=32
     ),
 }
+_WRITE: dict[str, Field] = {"manager": TOKEN, "operation": TOKEN, "subresource": TOKEN, "time": Time()}
 METADATA = Obj(
     {
         **_METADATA_FIELDS,
-        "managedFields": List(
-            Obj({"manager": TOKEN, "operation": TOKEN, "subresource": TOKEN, "time": Time()}),
-            limit=32,
-            truncate=True,
-        ),
+        "managedFields": List(Obj({**_WRITE, "fieldsV1": FieldSet()}), limit=32, truncate=True),
     },
     strict=True,
 )
+"""Who wrote when (spec_written_at) and which fields each writer owns (ConflictingWriters: the
+engine hands the field sets to writers.py and keeps the object without them)."""
+METADATA_WITHOUT_FIELDS = Obj(
+    {**_METADATA_FIELDS, "managedFields": List(Obj(_WRITE), limit=32, truncate=True)}, strict=True
+)
+"""Who wrote when, without the field sets: ReplicaSets (written by their Deployment's controller
+alone, and packed by the fast path) and Leases (renewed every few seconds by their holder)."""
 METADATA_WITHOUT_HISTORY = Obj(_METADATA_FIELDS, strict=True)
 """Pods and Events change constantly and no rule dates their spec writes: no managedFields."""
 
@@ -362,13 +372,17 @@ EVENT_KINDS: dict[tuple[str, str], Mapping[str, str]] = {
 
 KINDS: dict[tuple[str, str], Kind] = {
     **dict.fromkeys(
-        [("apps", k) for k in ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet")]
-        + [("extensions", k) for k in ("Deployment", "DaemonSet", "ReplicaSet")],
+        [("apps", k) for k in ("Deployment", "StatefulSet", "DaemonSet")]
+        + [("extensions", k) for k in ("Deployment", "DaemonSet")],
         _WORKLOAD,
+    ),
+    **dict.fromkeys(
+        [("apps", "ReplicaSet"), ("extensions", "ReplicaSet")],
+        Kind(METADATA_WITHOUT_FIELDS, _WORKLOAD.sections),
     ),
     ("", "Pod"): _POD,
     ("coordination.k8s.io", "Lease"): Kind(
-        METADATA,
+        METADATA_WITHOUT_FIELDS,
         {
             "spec": Obj(
                 {

@@ -66,6 +66,7 @@ class FindingType(StrEnum):
     POLICY_DENIED = "PolicyDenied"
     CRD_OWNERSHIP_RISK = "CRDOwnershipRisk"
     PRUNE_ORPHAN = "PruneOrphan"
+    CONFLICTING_WRITERS = "ConflictingWriters"
 
 
 DEFAULT_SEVERITIES: Mapping[FindingType, Severity] = {
@@ -232,6 +233,11 @@ class Thresholds:
     """How long an object may outlive its removal from its Kustomization's inventory: prune deletes
     it in the same reconcile, so past this (a watch or a snapshot that saw one before the other)
     it was not pruned."""
+    conflicting_writers_flips: int = 4
+    """Field managers fight over an object once their turns flipped fields this many times (one
+    took fields another owned, or took back its own)..."""
+    conflicting_writers_window: timedelta = timedelta(minutes=30)
+    """...within this long (an older flip is forgotten; a single handover never adds up)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,7 @@ PRECEDENCE: Sequence[FindingType] = (
     FindingType.DEPENDENCY_BLOCKED,
     FindingType.REVISION_SKEW,
     FindingType.RELEASE_READY_WORKLOAD_FAILING,
+    FindingType.CONFLICTING_WRITERS,
     FindingType.RECONCILE_REQUEST_IGNORED,
     FindingType.GENERATION_NOT_OBSERVED,
     FindingType.RECONCILE_FAILED,
@@ -37,7 +38,9 @@ PRECEDENCE: Sequence[FindingType] = (
 )
 """Within one subject, the earlier type explains the later ones (a blocked object also lags; a
 policy's denial is why the revision is not applied, Ready says False and the Events repeat; an
-object Git no longer has, left by prune, is why its controller still fails on it at all).
+object Git no longer has, left by prune, is why its controller still fails on it at all; writers
+fighting over the spec are why its generation is never observed, its reconcile never settles and
+its workload keeps rolling).
 
 ReconcileFailed comes after the findings that say more about the same Ready=False (the
 revision it could not apply, an unseen spec or request: the verdict predates it) and

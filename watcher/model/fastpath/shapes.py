@@ -25,12 +25,14 @@ from typing import Annotated, Any, cast
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
+from watcher.model.fieldsets import field_paths
 from watcher.model.projection import compiled
 from watcher.model.schema import (
     EVENT_KINDS,
     EVENTS_V1_RENAMES,
     Bool,
     Field,
+    FieldSet,
     Int,
     Labels,
     List,
@@ -48,7 +50,32 @@ class Unsure(ValueError):
 Step = Callable[[Any], None]
 _STRUCTS: dict[int, tuple[Obj, type[msgspec.Struct], str]] = {}
 """Each schema node's Struct (and its name below), made once: shared nodes, e.g. conditions, share it."""
-_NS: dict[str, Any] = {"UNSET": UNSET, "_intern": sys.intern, "_time": compiled(Time()), "_Unsure": Unsure}
+_FIELDS: dict[bytes, Any] = {}
+"""fieldsV1 sets already walked, by their bytes: a status writer's set is the same in every event
+of an object, and most objects of a kind share theirs, so a walk is mostly a lookup."""
+_FIELDS_LIMIT = 4096
+
+
+def _fields(raw: msgspec.Raw) -> Any:
+    """The paths project() keeps of one fieldsV1 (UNSET where it drops it: null, not a mapping)."""
+    data = bytes(raw)
+    known = _FIELDS.get(data)
+    if known is None:
+        value = msgspec.json.decode(data)
+        known = field_paths(value) if type(value) is dict else UNSET
+        if len(_FIELDS) >= _FIELDS_LIMIT:
+            _FIELDS.clear()
+        _FIELDS[data] = known
+    return known
+
+
+_NS: dict[str, Any] = {
+    "UNSET": UNSET,
+    "_intern": sys.intern,
+    "_time": compiled(Time()),
+    "_Unsure": Unsure,
+    "_fields": _fields,
+}
 """What the generated steps see: these, and each Struct, check and type set by name."""
 
 
@@ -92,6 +119,8 @@ def _type(node: Field, *, required: bool) -> tuple[Any, Any]:
     if isinstance(node, Labels):
         bounds = Meta(max_length=None if _filtered(node) else node.limit)
         return Annotated[dict[str, str], bounds] | UnsetType, UNSET
+    if isinstance(node, FieldSet):  # read only when kept: the raw bytes, walked by _fields
+        return msgspec.Raw | UnsetType, UNSET
     if isinstance(node, Obj):
         struct = _struct(node)[0]
         return (struct, None) if required else (struct | str | UnsetType, UNSET)
@@ -122,6 +151,8 @@ def _steps(node: Obj, var: str, *, interns: bool, depth: int = 0) -> list[str]:
             lines.append(f"if type({attr}) is dict: {attr} = {_name('_check', compiled(field))}({attr})")
         elif isinstance(field, Labels) and interns:  # its type said the rest (str to str, how many)
             lines.append(f"if {attr}: {attr} = {{_intern(k): _intern(v) for k, v in {attr}.items()}}")
+        elif isinstance(field, FieldSet):
+            lines.append(f"if {attr} is not UNSET: {attr} = _fields({attr})")
         elif isinstance(field, Obj):
             required = name in node.required
             lines += _object_steps(field, attr, interns=interns, depth=depth, required=required)

@@ -1,0 +1,270 @@
+"""ConflictingWriters: an object two or more field managers rewrite in turn, each undoing the other.
+
+The API server records in `metadata.managedFields` which manager owns which fields (its fieldsV1
+set) and when it last wrote. A full-object Update (an HTTP PUT, what a controller's typed
+`Update()` sends) "forces" like every non-apply write: a field whose value it changes moves from
+its owner to the writer, and a field the PUT leaves out is removed from the object and from every
+owner's set (Kubernetes, "Server-Side Apply: field management"). So when one controller adds fields
+to a shared object and another PUTs a typed struct that lacks them, on every reconcile, the first
+one's fields vanish from its set, come back on its next turn, vanish again: the writers fight, the
+spec changes each time (metadata.generation bumps), and each side thinks it is in charge.
+
+This module follows successive versions of the same object (watch events live; a snapshot series
+in `analyze`). A version that changes the spec is a turn, by the manager whose entry changed
+(newest write time first). A turn flips when another manager lost fields in it (erased or taken
+over), or when its writer took back fields it had lost in an earlier turn. A fight is at least
+`conflicting_writers_flips` flipping turns, by two or more writers, within `conflicting_writers_window`.
+Not a fight: one manager writing often, two writing disjoint fields, a single handover (one flip),
+status written through the status subresource (those entries are never read, and such writes do
+not bump the generation).
+
+Bounded state: per object, only its generation and a digest (hash and write time) per manager,
+until a turn changes another manager's fields; only then (at most MAX_FIGHTS objects) are its field
+sets and its last turns (twice the flips threshold) kept, and they are dropped again once no turn
+flipped within the window. The engine keeps no field set in its store (`without_fields`).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from watcher.model.context import new_finding
+from watcher.model.fieldsets import CUT, shown
+from watcher.model.objects import Key, describe, dig, format_duration, parse_time, subject_of
+from watcher.model.types import Finding, FindingType, ModelConfig, Subject, rfc3339
+
+MAX_FIGHTS = 512
+"""Objects whose field sets are kept at once; a new one replaces the one whose last flip is oldest."""
+MAX_SHOWN = 8
+"""Field paths named in a message (the evidence lists up to MAX_LISTED)."""
+MAX_LISTED = 32
+STATUS = "status"
+
+Owners = dict[str, frozenset[str]]
+"""Per manager, the paths of the fields it owns (its entries outside the status subresource)."""
+Marks = dict[str, tuple[int, str]]
+"""Per manager, a digest of its fields and its latest write time: what is kept of a quiet object."""
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """A version that changed the spec, if it flipped fields: who wrote it, when, what flipped."""
+
+    writer: str
+    """"" when no manager's entry says it wrote this version."""
+    at: datetime
+    lost: tuple[tuple[str, tuple[str, ...]], ...]
+    """(manager, the fields it lost: () when not known, a quiet object's first flip)."""
+    regained: tuple[str, ...]
+    """Fields the writer took back after losing them."""
+
+
+@dataclass(slots=True)
+class _Seen:
+    generation: int
+    marks: Marks
+
+
+@dataclass(slots=True)
+class _Fight:
+    subject: Subject
+    owners: Owners
+    turns: deque[Turn]
+
+
+def owners_of(obj: Mapping[str, Any]) -> tuple[Owners, dict[str, str]] | None:
+    """(fields per manager, latest write time per manager) from managedFields; None when no entry
+    carries a field set (a kind whose schema keeps none, or no managedFields at all)."""
+    owners: Owners = {}
+    times: dict[str, str] = {}
+    read = False
+    for entry in dig(obj, "metadata", "managedFields") or ():
+        paths = entry.get("fieldsV1")
+        if paths is None:
+            continue
+        read = True
+        if entry.get("subresource", "") == STATUS:
+            continue
+        manager = entry.get("manager") or "(no manager)"
+        owners[manager] = owners.get(manager, frozenset()) | frozenset(p for p in paths if p != CUT)
+        at = entry.get("time") or ""
+        if at > times.get(manager, ""):
+            times[manager] = at
+    return (owners, times) if read else None
+
+
+def without_fields(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The object as the model stores it: its managedFields without their field sets."""
+    meta = obj["metadata"]
+    entries = meta.get("managedFields")
+    if not entries or not any("fieldsV1" in e for e in entries):
+        return obj
+    kept = [{k: v for k, v in e.items() if k != "fieldsV1"} for e in entries]
+    return {**obj, "metadata": {**meta, "managedFields": kept}}
+
+
+def writer_of(before: Marks, after: Marks) -> str:
+    """The manager whose entry changed (the newest write among them), "" when none did."""
+    changed = [
+        (time, manager) for manager, (digest, time) in after.items() if before.get(manager) != (digest, time)
+    ]
+    return max(changed)[1] if changed else ""
+
+
+def turn_of(writer: str, at: datetime, before: Owners, after: Owners, earlier: Sequence[Turn]) -> Turn:
+    """What a spec change by `writer` did to the others' fields and its own lost ones."""
+    lost = tuple(
+        (manager, tuple(sorted(gone)))
+        for manager in sorted(before.keys() | after.keys())
+        if manager != writer and (gone := before.get(manager, frozenset()) - after.get(manager, frozenset()))
+    )
+    gained = after.get(writer, frozenset()) - before.get(writer, frozenset())
+    had: set[str] = set()
+    unknown = False
+    for turn in earlier:
+        for manager, paths in turn.lost:
+            if manager == writer:
+                had.update(paths)
+                unknown = unknown or not paths
+    regained = gained if unknown else gained & had
+    return Turn(writer, at, lost, tuple(sorted(regained)))
+
+
+class Writers:
+    """The fights of every object whose kind keeps field sets; see the module docstring."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        self._config = config
+        thresholds = config.thresholds
+        self._flips, self._window = (
+            thresholds.conflicting_writers_flips,
+            thresholds.conflicting_writers_window,
+        )
+        self._seen: dict[Key, _Seen] = {}
+        self._fights: dict[Key, _Fight] = {}
+        self._findings: dict[Key, Finding] = {}
+        self._due: datetime | None = None
+
+    def observe(self, key: Key, obj: Mapping[str, Any], *, now: datetime) -> None:
+        """A new version of the object (projected, with its field sets)."""
+        read = owners_of(obj)
+        if read is None:
+            self.forget(key)
+            return
+        owners, times = read
+        generation = obj["metadata"].get("generation", 0)
+        marks = {manager: (hash(paths), times.get(manager, "")) for manager, paths in owners.items()}
+        before, self._seen[key] = self._seen.get(key), _Seen(generation, marks)
+        fight = self._fights.get(key)
+        if before is None or generation <= before.generation:  # no spec change: no turn
+            if fight is not None:
+                fight.owners = owners
+            return
+        writer = writer_of(before.marks, marks)
+        at = parse_time(times.get(writer)) or now
+        if fight is None:
+            touched = sorted(
+                m for m, mark in before.marks.items() if m != writer and marks.get(m, (0, ""))[0] != mark[0]
+            )
+            if touched:
+                self._start(
+                    key, subject_of(obj), owners, Turn(writer, at, tuple((m, ()) for m in touched), ())
+                )
+            return
+        turn = turn_of(writer, at, fight.owners, owners, fight.turns)
+        fight.owners = owners
+        if turn.lost or turn.regained:
+            fight.turns.append(turn)
+            self._due = None
+
+    def forget(self, key: Key) -> None:
+        """The object is gone (or keeps no field sets any more)."""
+        self._seen.pop(key, None)
+        if self._fights.pop(key, None) is not None:
+            self._due = None
+
+    def _start(self, key: Key, subject: Subject, owners: Owners, turn: Turn) -> None:
+        if len(self._fights) >= MAX_FIGHTS:
+            oldest = min(self._fights, key=lambda k: self._fights[k].turns[-1].at)
+            del self._fights[oldest]
+        self._fights[key] = _Fight(subject, owners, deque([turn], maxlen=2 * self._flips))
+        self._due = None
+
+    def due(self, now: datetime) -> bool:
+        """Whether time alone may have changed a finding (a flip left the window) since refresh."""
+        return self._due is None or self._due <= now
+
+    def refresh(self, now: datetime) -> bool:
+        """Judge every fight at `now`, forgetting those with no flip left in the window; whether
+        the findings changed."""
+        found: dict[Key, Finding] = {}
+        due: list[datetime] = []
+        for key in sorted(self._fights):
+            fight = self._fights[key]
+            recent = [t for t in fight.turns if now - t.at < self._window]
+            if not recent:
+                del self._fights[key]
+                continue
+            due.append(recent[0].at + self._window)
+            finding = self._judge(fight.subject, recent, now=now)
+            if finding is not None:
+                found[key] = finding
+        self._due = min(due, default=datetime.max.replace(tzinfo=now.tzinfo))
+        changed = found != self._findings
+        self._findings = found
+        return changed
+
+    def findings(self) -> list[Finding]:
+        return list(self._findings.values())
+
+    def fighting(self) -> list[Key]:
+        """The objects whose field sets are kept (a flip within the window, or not judged since)."""
+        return sorted(self._fights)
+
+    def _judge(self, subject: Subject, turns: Sequence[Turn], *, now: datetime) -> Finding | None:
+        writers = sorted({t.writer for t in turns if t.writer})
+        if len(turns) < self._flips or len(writers) < 2:
+            return None
+        return conflicting_writers(subject, turns, writers=writers, config=self._config, now=now)
+
+
+def conflicting_writers(
+    subject: Subject, turns: Sequence[Turn], *, writers: Sequence[str], config: ModelConfig, now: datetime
+) -> Finding:
+    """The finding for `turns` (each flipped fields, oldest first) by `writers` (two or more)."""
+    managers = sorted(set(writers) | {m for t in turns for m, _ in t.lost})
+    fields = sorted(
+        {p for t in turns for _, paths in t.lost for p in paths} | {p for t in turns for p in t.regained}
+    )
+    since, last = turns[0].at, turns[-1].at
+    span = max(last - since, timedelta(0))
+    named = ", ".join(shown(p) for p in fields[:MAX_SHOWN])
+    more = f" and {len(fields) - MAX_SHOWN} more" if len(fields) > MAX_SHOWN else ""
+    what = f" ({named}{more})" if fields else ""
+    message = (
+        f"{describe(subject)} is rewritten in turn by {_names(writers)}: {len(turns)} times in"
+        f" {format_duration(span, rough=True)} one of them undid fields another owns{what}."
+        " Each write changes the spec, so each controller keeps reconciling the other's version."
+        " Let one manager own these fields: the one doing full-object Updates (PUT) should patch,"
+        " or server-side apply, only the fields it sets."
+    )
+    hours = span.total_seconds() / 3600
+    evidence = {
+        "managers": managers,
+        "writers": list(writers),
+        "fields": [shown(p) for p in fields[:MAX_LISTED]],
+        "fields_total": len(fields),
+        "flips": len(turns),
+        "per_hour": round(len(turns) / hours, 1) if hours > 0 else None,
+        "last": rfc3339(last),
+    }
+    return new_finding(config, FindingType.CONFLICTING_WRITERS, subject, message, since, evidence)
+
+
+def _names(names: Sequence[str]) -> str:
+    quoted = [shown(n, limit=80) for n in names]
+    return " and ".join(quoted) if len(quoted) < 3 else ", ".join(quoted[:-1]) + f" and {quoted[-1]}"
