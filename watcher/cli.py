@@ -241,7 +241,8 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
     settings = _settings(args)
     now = args.now or datetime.now(UTC)
     snapshot = load_snapshot(args.paths, keep_namespace=settings.watches_namespace)
-    evaluation = evaluate(snapshot.objects, now=now, config=build_model_config(settings))
+    objects = [*snapshot.earlier, *snapshot.objects]  # each object's earlier versions before its last
+    evaluation = evaluate(objects, now=now, config=build_model_config(settings))
     counts = {"objects": len(snapshot.objects), "load_errors": len(snapshot.errors)}
     if args.output == "json":
         sys.stdout.write(render_json(evaluation, **counts).decode())

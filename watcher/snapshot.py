@@ -1,9 +1,11 @@
 """Reads cluster snapshots for `stalewatch analyze`: what `kubectl get ... -o yaml|json` wrote.
 
 A PATH is a file, a directory (searched recursively for *.json, *.yaml and *.yml, in sorted
-order, skipping hidden entries) or `-` for stdin. A file holds one object, a `List`/`*List` with
-`items`, or several YAML documents. Every object goes through the model's `project()`, exactly
-as in the live watcher, so `analyze` and `run` judge the same fields.
+order, skipping hidden entries) or `-` for stdin. The same object may be given at several
+versions (a series, e.g. `kubectl get -o yaml` saved after each change): the model then sees
+them in generation order, which is what ConflictingWriters reads in `analyze`. A file holds one
+object, a `List`/`*List` with `items`, or several YAML documents. Every object goes through the
+model's `project()`, exactly as in the live watcher, so `analyze` and `run` judge the same fields.
 
 Snapshots come from clusters in trouble and get edited by hand, so bad input is expected: each
 problem becomes one `LoadError` naming the file, the position in it (document and List item,
@@ -55,6 +57,9 @@ class Snapshot:
     """The projected objects that loaded, and what did not."""
 
     objects: list[dict[str, Any]] = field(default_factory=list)
+    earlier: list[dict[str, Any]] = field(default_factory=list)
+    """Earlier versions of objects given more than once (a series), oldest first: the model
+    sees each object's versions in turn before its last (ConflictingWriters reads the series)."""
     errors: list[LoadError] = field(default_factory=list)
     files: int = 0
 
@@ -67,10 +72,12 @@ def load_snapshot(
 ) -> Snapshot:
     """Load every PATH; `-` reads `stdin` (default: the process's standard input).
     Objects whose namespace `keep_namespace` rejects are skipped (configuration, not an error).
-    The same object given twice counts once: the last one wins. Loading nothing at all is an
+    The same object given twice counts once: the last one wins; given at several generations
+    (a series: the same uid at several resourceVersions), the newest is judged and the earlier
+    ones are kept, in order, under `earlier`. Loading nothing at all is an
     error of its own: an empty pipe from a failed `kubectl get` must not read as healthy."""
     snapshot = Snapshot()
-    by_identity: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+    by_identity: dict[tuple[str, str, str, str], list[_Version]] = {}
     skipped = 0
     for arg in paths:
         for source, path, in_directory in _sources(arg, snapshot.errors):
@@ -85,17 +92,43 @@ def load_snapshot(
                     projected = _project(found) if isinstance(found, dict) else found
                     if isinstance(projected, str):
                         snapshot.errors.append(LoadError(source, projected, where))
-                    elif identity:
-                        by_identity.pop(identity, None)  # re-insert: the last copy also takes the last place
-                        by_identity[identity] = projected
+                    elif identity and isinstance(found, dict):
+                        # re-inserted: the last copy also takes the last place
+                        versions = by_identity.pop(identity, [])
+                        versions.append(_Version(projected, _uid(found), len(versions)))
+                        by_identity[identity] = versions
             except InputError as error:
                 snapshot.errors.append(LoadError(source, str(error)))
-    snapshot.objects = list(by_identity.values())
+    for versions in by_identity.values():
+        series = _series(versions)
+        snapshot.objects.append(series[-1])
+        snapshot.earlier += series[:-1]
     if not snapshot.objects and not snapshot.errors:
         outside = f" ({skipped} outside the watched namespaces)" if skipped else ""
         message = f"no objects in it{outside}; nothing was evaluated"
         snapshot.errors.append(LoadError(", ".join(paths), message))
     return snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class _Version:
+    projected: dict[str, Any]
+    uid: str
+    given: int
+
+
+def _uid(obj: dict[str, Any]) -> str:
+    uid = obj["metadata"].get("uid")
+    return uid if isinstance(uid, str) else ""
+
+
+def _series(versions: list[_Version]) -> list[dict[str, Any]]:
+    """One object's versions in the order it had them: by metadata.generation (which only grows),
+    then as given; copies of another incarnation (another uid than the last) are left out. With
+    one generation given (the same object twice), the last copy wins, as it always did."""
+    ordered = sorted(versions, key=lambda v: (v.projected["metadata"].get("generation", 0), v.given))
+    last = ordered[-1].uid
+    return [v.projected for v in ordered if not (last and v.uid and v.uid != last)]
 
 
 def _project(obj: dict[str, Any]) -> dict[str, Any] | str:

@@ -94,6 +94,22 @@ def fight(rounds: int, *, every: timedelta = MIN, start: timedelta = 20 * MIN) -
     return versions
 
 
+def erasing_puts(rounds: int) -> list[Obj]:
+    """As the API server records it: the operator's PUTs only remove fields, which takes no field,
+    so its entry keeps the time of its create; only the mesh's re-adds date its entry."""
+    versions = [widget(1, {OPERATOR: (30 * MIN, OWN)})]
+    for r in range(rounds):
+        versions.append(widget(2 + 2 * r, {OPERATOR: (30 * MIN, OWN), MESH: ((20 - r) * MIN, ADDED)}))
+        versions.append(widget(3 + 2 * r, {OPERATOR: (30 * MIN, OWN)}))
+    return versions
+
+
+def test_a_put_that_only_erases_is_credited_to_the_one_other_manager() -> None:
+    (found,) = writers_findings(erasing_puts(3))
+    assert found.evidence["writers"] == [MESH, OPERATOR]
+    assert found.evidence["flips"] == 5
+
+
 def one_writer() -> list[Obj]:
     """The operator alone, changing its own fields every minute."""
     return [widget(g, {OPERATOR: ((20 - g) * MIN, OWN[: 1 + g % 2])}) for g in range(1, 12)]

@@ -11,7 +11,8 @@ spec changes each time (metadata.generation bumps), and each side thinks it is i
 
 This module follows successive versions of the same object (watch events live; a snapshot series
 in `analyze`). A version that changes the spec is a turn, by the manager whose entry changed
-(newest write time first). A turn flips when another manager lost fields in it (erased or taken
+(newest write time first; a PUT that only erased fields dates no entry, see `_eraser`).
+A turn flips when another manager lost fields in it (erased or taken
 over), or when its writer took back fields it had lost in an earlier turn. A fight is at least
 `conflicting_writers_flips` flipping turns, by two or more writers, within `conflicting_writers_window`.
 Not a fight: one manager writing often, two writing disjoint fields, a single handover (one flip),
@@ -115,6 +116,15 @@ def writer_of(before: Marks, after: Marks) -> str:
     return max(changed)[1] if changed else ""
 
 
+def _eraser(before: Marks, after: Owners) -> str:
+    """Who wrote a version no entry dates: the API server moves an entry's time only when its
+    write took fields, so a PUT that only erased fields leaves every time as it was. When one
+    manager lost fields and one other manager is on the object, that other one erased them."""
+    losers = [m for m, (digest, _) in before.items() if m not in after or hash(after[m]) != digest]
+    others = [m for m in after if m not in losers]
+    return others[0] if len(losers) == 1 and len(others) == 1 else ""
+
+
 def turn_of(writer: str, at: datetime, before: Owners, after: Owners, earlier: Sequence[Turn]) -> Turn:
     """What a spec change by `writer` did to the others' fields and its own lost ones."""
     lost = tuple(
@@ -164,8 +174,12 @@ class Writers:
             if fight is not None:
                 fight.owners = owners
             return
-        writer = writer_of(before.marks, marks)
-        at = parse_time(times.get(writer)) or now
+        dated = writer_of(before.marks, marks)
+        writer = dated or _eraser(before.marks, owners)
+        # an undated turn came after every write either version records: the newest is its lower bound
+        written = [t for _, t in before.marks.values()] + list(times.values())
+        newest = times.get(dated) if dated else max(written, default="")
+        at = parse_time(newest) or now
         if fight is None:
             touched = sorted(
                 m for m, mark in before.marks.items() if m != writer and marks.get(m, (0, ""))[0] != mark[0]
