@@ -532,3 +532,36 @@ def test_the_prune_orphan_examples_readme_shows_what_analyze_prints(
     code = main(["analyze", "--now", NOW, str(EXAMPLES / "prune-orphan")])
 
     assert (capsys.readouterr().out, code) == (shown, 0)
+
+
+def test_the_conflicting_writers_series_names_both_managers_and_the_fields_that_flip(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Incident 3 from seven snapshots of one EdgeGateway: one root, naming both writers."""
+    code, report = analyze_json(capsys, str(EXAMPLES / "conflicting-writers"))
+    assert code == 0
+    [root] = report["findings"]
+    assert (root["id"], root["severity"], root["since"]) == (
+        "ConflictingWriters/EdgeGateway/team-storefront/storefront",
+        "warning",
+        "2026-11-30T11:40:05Z",
+    )
+    evidence = root["evidence"]
+    assert evidence["managers"] == evidence["writers"] == ["edge-operator", "mesh-controller"]
+    assert evidence["fields"] == ["spec.sidecar", "spec.sidecar.image", "spec.sidecar.port"]
+    assert (evidence["flips"], evidence["per_hour"], evidence["last"]) == (5, 30.0, "2026-11-30T11:50:05Z")
+    assert report["summary"]["objects"] == 1
+
+
+def test_one_snapshot_of_the_fought_over_object_shows_no_fight(capsys: pytest.CaptureFixture[str]) -> None:
+    code, report = analyze_json(capsys, str(EXAMPLES / "conflicting-writers" / "storefront.7.yaml"))
+    assert (code, report["findings"]) == (0, [])
+
+
+def test_the_conflicting_writers_examples_readme_shows_what_analyze_prints(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    readme = (EXAMPLES / "conflicting-writers" / "README.md").read_text()
+    shown = readme.split("examples/conflicting-writers/\n", 2)[-1].split("$ echo $?")[0]
+    code = main(["analyze", "--now", NOW, str(EXAMPLES / "conflicting-writers")])
+    assert (capsys.readouterr().out, code) == (shown, 0)

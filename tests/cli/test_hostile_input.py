@@ -320,7 +320,8 @@ def test_an_unknown_stalewatch_variable_is_a_warning_naming_it(
     assert "log_level: warning" in out.splitlines()
     assert err.splitlines() == [
         "stalewatch: warning: environment variable STALEWATCH_LOG_LEVLE is not a setting and is ignored; "
-        "settings: STALEWATCH_CONTEXT, STALEWATCH_CONTROLLERS, STALEWATCH_EXCLUDE_NAMESPACES, "
+        "settings: STALEWATCH_CONFLICT_WATCH_KINDS, STALEWATCH_CONTEXT, STALEWATCH_CONTROLLERS, "
+        "STALEWATCH_EXCLUDE_NAMESPACES, "
         "STALEWATCH_INCLUDE_NAMESPACES, STALEWATCH_KUBECONFIG, STALEWATCH_LISTEN, STALEWATCH_LOG_FORMAT, "
         "STALEWATCH_LOG_LEVEL, STALEWATCH_OTEL_EXPORTER, STALEWATCH_SEVERITIES, STALEWATCH_THRESHOLDS, "
         "STALEWATCH_TIMELINE_ENTRIES"

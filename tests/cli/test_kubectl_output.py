@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,8 @@ EXAMPLE_KINDS = {
     "policy-denied-loadbalancer": (
         (CRDS / "edgegateways.yaml", CRDS / "policies.yaml"),
         "edgegateways,k8sdenyservicetypes,policyreports",
-    )
+    ),
+    "conflicting-writers": ((CRDS / "edgegateways.yaml",), "edgegateways"),
 }
 """Examples with custom resources of their own: their CRDs, installed first, and their plurals."""
 EXTRA_KINDS = {
@@ -167,3 +169,58 @@ def test_real_kubectl_output_gives_the_examples_findings(
             control_plane.kubectl("delete", "crd", *crds)
         if example in EXAMPLE_KINDS:  # policy kinds left there would be watched (and forbidden) later
             control_plane.kubectl("delete", "--ignore-not-found", f"--filename={CRDS / 'policies.yaml'}")
+
+
+SERIES = "conflicting-writers"
+SIDECAR_MANAGER, STRUCT_MANAGER = "mesh-controller", "edge-operator"
+COMPARED = ("managers", "writers", "fields", "fields_total", "flips")
+"""What the series' finding says that does not depend on when it was played: the times (since,
+last, per_hour, the span in the message) are the real server's, seconds apart, not the example's."""
+
+
+@pytest.mark.parametrize("example", [pytest.param(SERIES, id="conflicting-writers-series-played-in-turn")])
+def test_a_snapshot_series_played_in_turn_gives_the_examples_fight(
+    control_plane: ControlPlane,
+    renames: dict[str, str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    example: str,
+) -> None:
+    """The example's seven versions of one EdgeGateway, played in the real API server in their
+    order, each by its writer: the create and every version without the sidecar by edge-operator
+    (a PUT of its typed struct), every version with it by mesh-controller (a PUT of what it read,
+    the sidecar added). The API server computes managedFields itself; the object is saved after
+    each write, as the example's files were, and analyzed as a series. The finding must name the
+    same object, managers, writers, fields and number of flips as the example's; its times are
+    when the test ran, so `analyze` runs at the moment of the last write plus the example's
+    distance from its --now (8m), which keeps every flip within the window as in the example."""
+    crds, plural = EXAMPLE_KINDS[example]
+    control_plane.install_crds(*crds)
+    (namespace,) = renames.values()
+    versions = [
+        moved(yaml.safe_load(file.read_text())["items"][0], renames)
+        for file in sorted((EXAMPLES / example).glob("*.yaml"), key=lambda f: int(f.suffixes[0][1:]))
+    ]
+    for index, version in enumerate(versions):
+        obj = {k: version[k] for k in ("apiVersion", "kind", "spec")}
+        obj["metadata"] = {k: version["metadata"][k] for k in ("name", "namespace", "labels")}
+        manager = SIDECAR_MANAGER if "sidecar" in obj["spec"] else STRUCT_MANAGER
+        verb = "create" if index == 0 else "replace"
+        control_plane.kubectl(verb, f"--field-manager={manager}", "-f", "-", stdin=orjson.dumps(obj).decode())
+        listed = control_plane.kubectl("get", plural, "-n", namespace, "-o", "yaml", "--show-managed-fields")
+        (tmp_path / f"storefront.{index + 1}.yaml").write_text(listed)
+    last = max(
+        entry["time"]
+        for file in tmp_path.glob("*.yaml")
+        for entry in yaml.safe_load(file.read_text())["items"][0]["metadata"]["managedFields"]
+    )
+    now = datetime.fromisoformat(last) + timedelta(minutes=8)
+    main(["analyze", "--now", now.isoformat(), "--output", "json", str(tmp_path)])
+    played = orjson.loads(capsys.readouterr().out)["findings"]
+    expected = moved(findings(capsys, EXAMPLES / example), renames)
+    assert [(f["id"], f["type"], f["subject"]) for f in played] == [
+        (f["id"], f["type"], f["subject"]) for f in expected
+    ]
+    assert [{k: f["evidence"][k] for k in COMPARED} for f in played] == [
+        {k: f["evidence"][k] for k in COMPARED} for f in expected
+    ]

@@ -40,14 +40,20 @@ CONTROLLERS = ("source-controller", "kustomize-controller", "helm-controller", "
 
 
 def example_objects() -> list[Obj]:
-    """The examples' objects (kubectl writes some files as one List)."""
+    """The examples' objects (kubectl writes some files as one List), each object's newest
+    generation only: a series of one object (examples/conflicting-writers) is history the live
+    model remembers (ConflictingWriters), which a snapshot of the same objects cannot have."""
     docs = [doc for path in sorted(EXAMPLES.glob("*/*.yaml")) for doc in yaml.safe_load_all(path.read_text())]
-    return [
-        obj
-        for doc in docs
-        if isinstance(doc, dict)
-        for obj in (doc.get("items", []) if doc.get("kind") == "List" else [doc])
-    ]
+    newest: dict[tuple[str, str, str, str], Obj] = {}
+    for doc in docs:
+        if not isinstance(doc, dict):
+            continue
+        for obj in doc.get("items", []) if doc.get("kind") == "List" else [doc]:
+            meta = obj["metadata"]
+            key = (obj["apiVersion"], obj["kind"], meta.get("namespace", ""), meta["name"])
+            if key not in newest or meta.get("generation", 0) >= newest[key]["metadata"].get("generation", 0):
+                newest[key] = obj
+    return list(newest.values())
 
 
 def unclaimed_variants(objs: list[Obj]) -> list[Obj]:

@@ -3,7 +3,9 @@
 Both take PROJECTED objects (the output of `project()`). `evaluate()` is a HealthModel
 fed every object once, so the two give the same findings by construction; the live
 model differs only in what it can remember (a CRD that disappeared: CRDRemoved, removals.py; a
-Kustomization that did, leaving what it applied: PruneOrphan, prune.py).
+Kustomization that did, leaving what it applied: PruneOrphan, prune.py; an object's earlier
+versions: ConflictingWriters, writers.py, which `evaluate()` reads too when given several versions
+of one object, oldest first).
 
 Incremental design (an event must not cost O(cluster)):
   * per object, its local candidates, ObjectHealth and RevisionInfo are cached and

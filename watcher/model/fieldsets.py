@@ -25,6 +25,16 @@ CUT = "…"
 """The last path of a set that held more than MAX_PATHS (or was deeper or bigger than read)."""
 
 
+def read_fields(value: Any) -> list[str] | None:
+    """What a projection keeps of a fieldsV1 value: the paths of a trie, or a projection's own
+    list of paths as it is (so projecting a projection changes nothing); None for anything else."""
+    if isinstance(value, Mapping):
+        return field_paths(value)
+    if isinstance(value, list) and all(isinstance(p, str) for p in value):
+        return sorted(set(value))[:MAX_PATHS]
+    return None
+
+
 def field_paths(fields: Mapping[str, Any]) -> list[str]:
     """The paths of one fieldsV1 set, sorted, the members whose key maps to an empty set (and
     those marked "." themselves); CUT last when the set was bigger than read."""

@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, NoReturn
 
-from watcher.model.fieldsets import field_paths
+from watcher.model.fieldsets import read_fields
 from watcher.model.schema import (
     EVENTS_V1_RENAMES,
     Bool,
@@ -213,10 +213,11 @@ def _labels(node: Labels) -> Check:
 
 
 def _fieldset(value: Any) -> Any:
-    """fieldsV1 as its sorted paths (fieldsets.py); not a mapping: dropped."""
-    if type(value) is not dict and not isinstance(value, Mapping):
+    """fieldsV1 as its sorted paths (fieldsets.py); neither a trie nor paths: dropped."""
+    paths = read_fields(value)
+    if paths is None:
         raise _Drop
-    return field_paths(value)
+    return paths
 
 
 def _obj(node: Obj) -> Check:

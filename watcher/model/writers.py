@@ -27,7 +27,7 @@ flipped within the window. The engine keeps no field set in its store (`without_
 
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -260,8 +260,8 @@ def conflicting_writers(
     more = f" and {len(fields) - MAX_SHOWN} more" if len(fields) > MAX_SHOWN else ""
     what = f" ({named}{more})" if fields else ""
     message = (
-        f"{describe(subject)} is rewritten in turn by {_names(writers)}: {len(turns)} times in"
-        f" {format_duration(span, rough=True)} one of them undid fields another owns{what}."
+        f"{describe(subject)} is rewritten in turn by {_names(writers)}: within"
+        f" {format_duration(span, rough=True)}, {_story(turns)}{what}."
         " Each write changes the spec, so each controller keeps reconciling the other's version."
         " Let one manager own these fields: the one doing full-object Updates (PUT) should patch,"
         " or server-side apply, only the fields it sets."
@@ -277,6 +277,24 @@ def conflicting_writers(
         "last": rfc3339(last),
     }
     return new_finding(config, FindingType.CONFLICTING_WRITERS, subject, message, since, evidence)
+
+
+def _story(turns: Sequence[Turn]) -> str:
+    """Who took whose fields how often, and who took them back: "3 writes by edge-operator took
+    fields mesh-controller owned; 2 by mesh-controller took them back"."""
+    took = Counter((t.writer, manager) for t in turns for manager, _ in t.lost)
+    back = Counter(t.writer for t in turns if t.regained)
+    parts = [
+        f"{_count(n)} by {shown(w, limit=80) if w else 'an unnamed manager'} took fields"
+        f" {shown(m, limit=80)} owned"
+        for (w, m), n in sorted(took.items(), key=lambda item: (-item[1], item[0]))
+    ]
+    parts += [f"{_count(n)} by {shown(w, limit=80)} took them back" for w, n in sorted(back.items())]
+    return "; ".join(parts)
+
+
+def _count(writes: int) -> str:
+    return "1 write" if writes == 1 else f"{writes} writes"
 
 
 def _names(names: Sequence[str]) -> str:

@@ -25,7 +25,7 @@ from typing import Annotated, Any, cast
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
-from watcher.model.fieldsets import field_paths
+from watcher.model.fieldsets import read_fields
 from watcher.model.projection import compiled
 from watcher.model.schema import (
     EVENT_KINDS,
@@ -61,8 +61,8 @@ def _fields(raw: msgspec.Raw) -> Any:
     data = bytes(raw)
     known = _FIELDS.get(data)
     if known is None:
-        value = msgspec.json.decode(data)
-        known = field_paths(value) if type(value) is dict else UNSET
+        paths = read_fields(msgspec.json.decode(data))
+        known = UNSET if paths is None else paths
         if len(_FIELDS) >= _FIELDS_LIMIT:
             _FIELDS.clear()
         _FIELDS[data] = known
