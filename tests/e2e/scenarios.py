@@ -7,6 +7,8 @@ an app Kustomization dependsOn it, so the blast radius has every kind of symptom
 incident is a Kustomization whose dry-run a Kyverno policy denies (PolicyDenied, its
 ReconcileFailed a symptom), which also feeds the dashboard's policy panel. The prune incident
 is a Terraform its Kustomization's new inventory no longer lists, left in place (PruneOrphan).
+In the writers incident two field managers PUT the same Kustomization in turn
+(ConflictingWriters, its own root), which feeds the dashboard's writers panel.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ from tests.app.test_incidents import (
     stuck_reconciling,
 )
 from tests.app.test_incidents import tofu_setup as tofu_and_terraforms
-from tests.kube.objects import ago, cond, deployment_status, flux, ready, stamp, waiting
+from tests.kube.objects import API, ago, cond, deployment_status, flux, ready, stamp, waiting
+from tests.kubeclient import Kube
 
 Obj = dict[str, Any]
 TERRAFORMS = ("vpc", "dns")
@@ -323,11 +326,42 @@ def prune_orphan(ns: str) -> Incident:
     )
 
 
+def _writers_fight(rounds: int) -> Act:
+    """tenant-controller adds a substitution to the Kustomization (GET, then a PUT of it all);
+    platform-operator PUTs its typed struct, which has no postBuild: `rounds` times each."""
+
+    async def act(kube: Kube, namespace: str) -> None:
+        ref = {"apiVersion": API["Kustomization"], "kind": "Kustomization"}
+        ref["metadata"] = {"name": "apps", "namespace": namespace}
+        path = await kube.object_path(ref)
+        for _ in range(rounds):
+            current = await kube.get(ref)
+            current["spec"]["postBuild"] = {"substitute": {"cluster_env": "prod"}}
+            await kube.request("PUT", path, body=current, query={"fieldManager": "tenant-controller"})
+            current = await kube.get(ref)
+            current["spec"].pop("postBuild")
+            await kube.request("PUT", path, body=current, query={"fieldManager": "platform-operator"})
+
+    return act
+
+
+def conflicting_writers(ns: str) -> Incident:
+    """Two managers PUT the same Kustomization in turn, one erasing what the other adds."""
+    return Incident(
+        setup=stuck_reconciling().setup,
+        acts=[_writers_fight(3)],
+        root=Alert("StalewatchConflictingWriters", "Kustomization", "apps"),
+        receiver="chat",
+        summary="Kustomization {ns}/apps is rewritten in turn by writers that undo each other",
+    )
+
+
 INCIDENTS: dict[str, Callable[[str], Incident]] = {
     "tofu-controller-image-pull-backoff": tofu_controller_down,
     "reconciling-left-true-on-a-live-controller": reconciling_left_true,
     "sibling-revision-skew": sibling_revision_skew,
     "policy-denied-dry-run": policy_denied_dry_run,
     "prune-orphan-left-behind": prune_orphan,
+    "conflicting-writers": conflicting_writers,
 }
 """Built when enacted, so every timestamp in them is of the test's own time."""

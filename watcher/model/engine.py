@@ -59,7 +59,7 @@ from watcher.model.types import (
     RevisionInfo,
 )
 from watcher.model.workloads import timed_by
-from watcher.model.writers import Writers, without_fields
+from watcher.model.writers import Writers
 
 _POD = key_of_kind(Track.POD)
 
@@ -122,16 +122,16 @@ class HealthModel:
     # -- Events ------------------------------------------------------------------------------
 
     def upsert(self, obj: Mapping[str, Any], *, now: datetime) -> None:
-        """An object was added or changed: a projection (see project()), kept as given, not copied."""
+        """An object was added or changed: a projection (see project()), kept as given, not copied
+        (its managedFields' field sets are taken out of it: writers.py reads them once)."""
         if type(obj) is Packed:
             if self._put_packed(obj):
                 return
             obj = obj.unpacked()
         key = key_of(obj)
         try:
-            if obj["metadata"].get("managedFields"):  # the field sets are read here, never stored
+            if obj["metadata"].get("managedFields"):  # the field sets are taken here, never stored
                 self._writers.observe(key, obj, now=now)
-                obj = without_fields(obj)
             old, edges = self._store.put(obj, key=key)
             self._touch(key, old, obj, edges, now=now)
         except Exception as error:  # the bookkeeping of one object must not stop the others'

@@ -25,14 +25,22 @@ CUT = "…"
 """The last path of a set that held more than MAX_PATHS (or was deeper or bigger than read)."""
 
 
-def read_fields(value: Any) -> list[str] | None:
-    """What a projection keeps of a fieldsV1 value: the paths of a trie, or a projection's own
-    list of paths as it is (so projecting a projection changes nothing); None for anything else."""
+def read_fields(value: Any) -> str | None:
+    """What a projection keeps of a fieldsV1 value: the paths of a trie, one a line (one string:
+    cheap to copy, and its hash, the digest writers.py compares, is computed once), or a
+    projection's own string as it is (projecting a projection changes nothing); None otherwise."""
     if isinstance(value, Mapping):
-        return field_paths(value)
-    if isinstance(value, list) and all(isinstance(p, str) for p in value):
-        return sorted(set(value))[:MAX_PATHS]
+        return "\n".join(field_paths(value))
+    if isinstance(value, str):
+        if value.count("\n") < MAX_PATHS:
+            return value
+        return "\n".join([*value.split("\n")[: MAX_PATHS - 1], CUT])
     return None
+
+
+def paths_of(text: str) -> frozenset[str]:
+    """The paths a projected fieldsV1 names (CUT, the mark of a set cut short, is none)."""
+    return frozenset(text.split("\n")) - {CUT, ""}
 
 
 def field_paths(fields: Mapping[str, Any]) -> list[str]:
@@ -60,7 +68,7 @@ def _walk(node: Mapping[str, Any], prefix: str, depth: int, out: list[str], budg
             continue
         if not isinstance(key, str):
             continue
-        path = _join(prefix, key)[:PATH_LIMIT]
+        path = _join(prefix, key.replace("\n", "\\n"))[:PATH_LIMIT]  # one path a line
         if isinstance(child, Mapping) and child:
             cut = _walk(child, path, depth + 1, out, budget) or cut
         else:

@@ -90,8 +90,8 @@ class List:
 
 @dataclass(frozen=True, eq=False)
 class FieldSet:
-    """A managedFields entry's fieldsV1 trie, kept as the sorted field paths it names, bounded
-    (fieldsets.py): what ConflictingWriters compares between versions. A non-mapping is dropped."""
+    """A managedFields entry's fieldsV1 trie, kept as the sorted field paths it names, one a line
+    in one string, bounded (fieldsets.py): what ConflictingWriters compares between versions."""
 
 
 Field = Str | Int | Bool | Time | Labels | Obj | List | FieldSet

@@ -22,7 +22,7 @@ not bump the generation).
 Bounded state: per object, only its generation and a digest (hash and write time) per manager,
 until a turn changes another manager's fields; only then (at most MAX_FIGHTS objects) are its field
 sets and its last turns (twice the flips threshold) kept, and they are dropped again once no turn
-flipped within the window. The engine keeps no field set in its store (`without_fields`).
+flipped within the window. The engine keeps no field set in its store (`fields_of` takes them).
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from watcher.model.context import new_finding
-from watcher.model.fieldsets import CUT, shown
-from watcher.model.objects import Key, describe, dig, format_duration, parse_time, subject_of
+from watcher.model.fieldsets import paths_of, shown
+from watcher.model.objects import Key, describe, format_duration, parse_time, subject_of
 from watcher.model.types import Finding, FindingType, ModelConfig, Subject, rfc3339
 
 MAX_FIGHTS = 512
@@ -67,6 +67,8 @@ class Turn:
 @dataclass(slots=True)
 class _Seen:
     generation: int
+    digest: int
+    """The hash of its entries' (manager, fields, time): an unchanged version is one compare."""
     marks: Marks
 
 
@@ -77,35 +79,41 @@ class _Fight:
     turns: deque[Turn]
 
 
-def owners_of(obj: Mapping[str, Any]) -> tuple[Owners, dict[str, str]] | None:
-    """(fields per manager, latest write time per manager) from managedFields; None when no entry
-    carries a field set (a kind whose schema keeps none, or no managedFields at all)."""
-    owners: Owners = {}
-    times: dict[str, str] = {}
+Written = tuple[tuple[str, str, str], ...]
+"""Per entry outside the status subresource: (manager, its projected fieldsV1, its time)."""
+
+
+def fields_of(obj: Mapping[str, Any]) -> Written | None:
+    """What managedFields says of who owns what, each field set taken out of its entry on the
+    way (the model keeps the projection without them, see HealthModel.upsert); None when no
+    entry carries one (a kind whose schema keeps none, or a projection they were taken from)."""
+    written: list[tuple[str, str, str]] = []
     read = False
-    for entry in dig(obj, "metadata", "managedFields") or ():
-        paths = entry.get("fieldsV1")
-        if paths is None:
+    for entry in obj["metadata"].get("managedFields") or ():
+        text = entry.pop("fieldsV1", None) if type(entry) is dict else entry.get("fieldsV1")
+        if text is None:
             continue
         read = True
-        if entry.get("subresource", "") == STATUS:
-            continue
-        manager = entry.get("manager") or "(no manager)"
-        owners[manager] = owners.get(manager, frozenset()) | frozenset(p for p in paths if p != CUT)
-        at = entry.get("time") or ""
+        if entry.get("subresource", "") != STATUS:
+            written.append((entry.get("manager") or "(no manager)", text, entry.get("time") or ""))
+    return tuple(written) if read else None
+
+
+def marks_of(written: Written) -> tuple[dict[str, str], Marks]:
+    """(fieldsV1 per manager, its digest and latest write time per manager)."""
+    texts: dict[str, str] = {}
+    times: dict[str, str] = {}
+    for manager, text, at in written:
+        texts[manager] = f"{texts[manager]}\n{text}" if manager in texts else text
         if at > times.get(manager, ""):
             times[manager] = at
-    return (owners, times) if read else None
+    return texts, {manager: (hash(text), times.get(manager, "")) for manager, text in texts.items()}
 
 
-def without_fields(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The object as the model stores it: its managedFields without their field sets."""
-    meta = obj["metadata"]
-    entries = meta.get("managedFields")
-    if not entries or not any("fieldsV1" in e for e in entries):
-        return obj
-    kept = [{k: v for k, v in e.items() if k != "fieldsV1"} for e in entries]
-    return {**obj, "metadata": {**meta, "managedFields": kept}}
+def owners_of(texts: Mapping[str, str]) -> Owners:
+    return {manager: paths_of(text) for manager, text in texts.items()}
+
+
 
 
 def writer_of(before: Marks, after: Marks) -> str:
@@ -116,11 +124,11 @@ def writer_of(before: Marks, after: Marks) -> str:
     return max(changed)[1] if changed else ""
 
 
-def _eraser(before: Marks, after: Owners) -> str:
+def _eraser(before: Marks, after: Marks) -> str:
     """Who wrote a version no entry dates: the API server moves an entry's time only when its
     write took fields, so a PUT that only erased fields leaves every time as it was. When one
     manager lost fields and one other manager is on the object, that other one erased them."""
-    losers = [m for m, (digest, _) in before.items() if m not in after or hash(after[m]) != digest]
+    losers = [m for m, (digest, _) in before.items() if m not in after or after[m][0] != digest]
     others = [m for m in after if m not in losers]
     return others[0] if len(losers) == 1 and len(others) == 1 else ""
 
@@ -160,25 +168,29 @@ class Writers:
         self._due: datetime | None = None
 
     def observe(self, key: Key, obj: Mapping[str, Any], *, now: datetime) -> None:
-        """A new version of the object (projected, with its field sets)."""
-        read = owners_of(obj)
-        if read is None:
-            self.forget(key)
+        """A new version of the object (projected, with its field sets, which this takes out of it)."""
+        written = fields_of(obj)
+        if written is None:
             return
-        owners, times = read
         generation = obj["metadata"].get("generation", 0)
-        marks = {manager: (hash(paths), times.get(manager, "")) for manager, paths in owners.items()}
-        before, self._seen[key] = self._seen.get(key), _Seen(generation, marks)
+        digest = hash(written)
+        before = self._seen.get(key)
+        if before is not None and before.generation == generation and before.digest == digest:
+            return  # the usual event: a status write, nothing of this changed
+        texts, marks = marks_of(written)
+        times = {manager: at for manager, (_, at) in marks.items()}
+        self._seen[key] = _Seen(generation, digest, marks)
         fight = self._fights.get(key)
         if before is None or generation <= before.generation:  # no spec change: no turn
             if fight is not None:
-                fight.owners = owners
+                fight.owners = owners_of(texts)
             return
+        owners = owners_of(texts)
         dated = writer_of(before.marks, marks)
-        writer = dated or _eraser(before.marks, owners)
+        writer = dated or _eraser(before.marks, marks)
         # an undated turn came after every write either version records: the newest is its lower bound
-        written = [t for _, t in before.marks.values()] + list(times.values())
-        newest = times.get(dated) if dated else max(written, default="")
+        recorded = [t for _, t in before.marks.values()] + list(times.values())
+        newest = times.get(dated) if dated else max(recorded, default="")
         at = parse_time(newest) or now
         if fight is None:
             touched = sorted(

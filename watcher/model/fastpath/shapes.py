@@ -50,7 +50,7 @@ class Unsure(ValueError):
 Step = Callable[[Any], None]
 _STRUCTS: dict[int, tuple[Obj, type[msgspec.Struct], str]] = {}
 """Each schema node's Struct (and its name below), made once: shared nodes, e.g. conditions, share it."""
-_FIELDS: dict[bytes, Any] = {}
+_FIELDS: dict[bytes, str | UnsetType] = {}
 """fieldsV1 sets already walked, by their bytes: a status writer's set is the same in every event
 of an object, and most objects of a kind share theirs, so a walk is mostly a lookup."""
 _FIELDS_LIMIT = 4096
@@ -61,8 +61,8 @@ def _fields(raw: msgspec.Raw) -> Any:
     data = bytes(raw)
     known = _FIELDS.get(data)
     if known is None:
-        paths = read_fields(msgspec.json.decode(data))
-        known = UNSET if paths is None else paths
+        text = read_fields(msgspec.json.decode(data))
+        known = UNSET if text is None else text
         if len(_FIELDS) >= _FIELDS_LIMIT:
             _FIELDS.clear()
         _FIELDS[data] = known
