@@ -111,9 +111,8 @@ def marks_of(written: Written) -> tuple[dict[str, str], Marks]:
 
 
 def owners_of(texts: Mapping[str, str]) -> Owners:
+    """The field sets themselves: read only for a turn that changed the spec."""
     return {manager: paths_of(text) for manager, text in texts.items()}
-
-
 
 
 def writer_of(before: Marks, after: Marks) -> str:
