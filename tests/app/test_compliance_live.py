@@ -17,7 +17,7 @@ import pytest
 
 from tests.app.test_rbac import ALLOWED
 from tests.controlplane.harness import ControlPlane
-from tests.kube.objects import deployment, deployment_status, flux, ready
+from tests.kube.objects import deployment, deployment_status, flux, read_access, ready
 from tests.kube.support import metric, poll, settings_for
 from tests.kube.support import running as stalewatch_running
 from tests.kubeclient import Kube
@@ -135,32 +135,12 @@ async def without_reports(
     allowed = {**ALLOWED, "apps": [*ALLOWED["apps"], "deployments"], "constraints.gatekeeper.sh": ["*"]}
     if not request.param:
         del allowed["apiextensions.k8s.io"]
-    account = {
-        "apiVersion": "v1",
-        "kind": "ServiceAccount",
-        "metadata": {"name": name, "namespace": namespace},
-    }
-    role = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRole",
-        "metadata": {"name": name},
-        "rules": [
-            {"apiGroups": [group], "resources": resources, "verbs": ["get", "list", "watch"]}
-            for group, resources in allowed.items()
-        ],
-    }
-    binding = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRoleBinding",
-        "metadata": {"name": name},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
-    }
-    for obj in (account, role, binding):
+    access = read_access(namespace, name, allowed)
+    for obj in access:
         await kube.create(obj)
     token = control_plane.service_account_token(namespace, name)
     yield control_plane.write_kubeconfig(tmp_path / "limited", user={"token": token})
-    for obj in (binding, role):
+    for obj in reversed(access[1:]):  # the binding, then the role; the account goes with its namespace
         await kube.delete(obj)
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from tests.cli.test_kubectl_output import EXAMPLES, example_namespaces, moved, store
 from tests.controlplane.harness import ControlPlane
-from tests.wait.stack import read_access
+from tests.kube.objects import read_access
 from watcher.cli import main
 
 pytestmark = pytest.mark.cluster

@@ -227,3 +227,24 @@ def crd(group: str, kind: str, plural: str, *, scope: str = "Namespaced") -> Obj
             ],
         },
     }
+
+
+def read_access(namespace: str, name: str, read: dict[str, list[str]]) -> list[Obj]:
+    """A ServiceAccount bound to a ClusterRole that may read `read` (group -> resources)."""
+    rules = [{"apiGroups": [g], "resources": r, "verbs": ["get", "list", "watch"]} for g, r in read.items()]
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": namespace}},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": name},
+            "rules": rules,
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+        },
+    ]

@@ -190,24 +190,3 @@ READ: dict[str, list[str]] = {
     "infra.contrib.fluxcd.io": ["terraforms"],
 }
 """Everything `wait` reads: get, list and watch, nothing else (a CI job's account)."""
-
-
-def read_access(namespace: str, name: str, read: dict[str, list[str]]) -> list[Obj]:
-    """A ServiceAccount bound to a ClusterRole that may read `read` (group -> resources)."""
-    rules = [{"apiGroups": [g], "resources": r, "verbs": ["get", "list", "watch"]} for g, r in read.items()]
-    return [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": namespace}},
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRole",
-            "metadata": {"name": name},
-            "rules": rules,
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": name},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
-        },
-    ]

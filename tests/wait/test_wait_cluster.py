@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.controlplane.harness import ControlPlane
-from tests.kube.objects import ago, cond, flux, ready, running
+from tests.kube.objects import ago, cond, flux, read_access, ready, running
 from tests.kube.objects import waiting as container_waiting
 from tests.kubeclient import Kube
 from tests.wait.stack import (
@@ -33,7 +33,6 @@ from tests.wait.stack import (
     entry,
     kustomization,
     pod_name,
-    read_access,
     reconciling,
     rolled_out,
     source,
