@@ -132,3 +132,35 @@ async def test_a_far_future_offset_time_is_rejected_and_the_stalled_object_besid
     logged = [r for r in caplog.records if r.getMessage() == "object rejected"]
     names = [r.stalewatch_fields["name"] for r in logged]  # type: ignore[attr-defined]
     assert sorted(names) == ["far-future", "year-one"], "each rejected object is logged once while it lasts"
+
+
+async def test_wrong_typed_fields_in_the_api_server_are_rejected_on_the_list_and_watch_paths(
+    control_plane: ControlPlane, kube: Kube, namespace: str
+) -> None:
+    """A field of the wrong type used to be left out without a word: an inventory that is a
+    string read as no inventory, and a time that is no time as no time, while the page said
+    all healthy."""
+    ready = cond("Ready", "True", "ReconciliationSucceeded", "Applied revision: main@sha1:0123")
+    status = {"conditions": [ready], "inventory": {"entries": "web"}}
+    await kube.create(flux("Kustomization", namespace, "inventory-a-string", status=status))
+    settings = settings_for(control_plane.kubeconfig, include_namespaces=[namespace])
+    async with stalewatch_running(settings) as service:
+        await kube.create(hostile(namespace, "time-no-time", "yesterday"))
+
+        async def served() -> str:
+            document = await service.findings()
+            seen = sorted((r["subject"]["name"], r["reason"], r["field"]) for r in document["rejected"])
+            wanted = [
+                ("inventory-a-string", "WrongType", "status.inventory.entries"),
+                ("time-no-time", "TimeUnparseable", "status.conditions[0].lastTransitionTime"),
+            ]
+            return "" if seen == wanted else f"rejected {seen} != {wanted}"
+
+        await until_no_problem(served, within=20, what="both wrong-typed objects rejected by field")
+
+        samples = await service.metrics()
+        assert metric(samples, "stalewatch_objects_rejected", **KUSTOMIZATIONS, reason="WrongType") == 1
+        assert metric(samples, "stalewatch_objects_rejected", **KUSTOMIZATIONS, reason="TimeUnparseable") == 1
+        status, page = await service.get("/")
+        assert status == 200
+        assert "all healthy" not in page

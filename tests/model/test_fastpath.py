@@ -248,7 +248,7 @@ EDGES = [
     pytest.param(deployment("web", "apps"), True, id="deployment"),
     # Slow: project() decides, the fast path steps aside.
     pytest.param(_pod(metadata__labels={"app": "web", "weird": None}), False, id="null-label-value"),
-    pytest.param(_ks(spec__interval=600), False, id="wrong-type-token-is-dropped"),
+    pytest.param(_ks(spec__interval=600), False, id="wrong-type-token-is-rejected"),
     pytest.param(_ks(status__observedGeneration=True), False, id="boolean-is-not-an-integer"),
     pytest.param(_ks(status__observedGeneration=2**63 + 1), False, id="integer-beyond-int64"),
     pytest.param(_ks(status__conditions__0__message="x" * 50_000), False, id="over-long-message-is-cut"),
@@ -257,10 +257,15 @@ EDGES = [
         False,
         id="over-long-message-of-unread-pod-condition",
     ),
-    pytest.param(_ks(metadata__creationTimestamp="yesterday"), False, id="unparseable-timestamp-is-dropped"),
+    pytest.param(_ks(metadata__creationTimestamp="yesterday"), False, id="unparseable-timestamp-is-rejected"),
     pytest.param(_ks(status__conditions__0__status=""), False, id="condition-without-status-is-dropped"),
     pytest.param(_ks(spec__dependsOn=[{"namespace": "x"}]), False, id="depends-on-without-name-is-dropped"),
     pytest.param(_ks(status__inventory={"entries": [{"id": ""}]}), False, id="inventory-entry-without-id"),
+    pytest.param(_ks(status__inventory={"entries": "web"}), False, id="inventory-entries-a-string-is-rejected"),
+    pytest.param(_ks(metadata__managedFields={"a": 1}), False, id="managed-fields-an-object-is-rejected"),
+    pytest.param(_ks(metadata__managedFields=[{"fieldsV1": 5}]), False, id="fields-v1-a-number-is-rejected"),
+    pytest.param(_ks(spec__sourceRef="flux-system"), False, id="a-string-where-an-object-belongs-is-rejected"),
+    pytest.param(_ks(status__inventory={"entries": [None]}), False, id="a-null-entry-reads-as-absent"),
     pytest.param(_events_v1(message="core spelling too"), False, id="event-with-both-spellings"),
     pytest.param(_events_v1(message=""), False, id="event-with-both-spellings-the-later-empty"),
     pytest.param(_core_event(note="v1 spelling"), False, id="core-event-with-a-v1-spelling"),
@@ -307,6 +312,17 @@ def test_edge_case_gives_the_slow_paths_answer_and_takes_the_fast_path_only_when
 
     assert answer == outcome(lambda: ("ADDED", slow(line)))
     assert (fast_path_.event(line) is not None) == fast
+
+
+def test_a_wrong_typed_field_on_the_watch_comes_rejected_by_name_not_silently_left_out() -> None:
+    line = watch_line(_ks(metadata__managedFields={"manager": "kubectl"}))
+
+    decoded = fast_path("kustomize.toolkit.fluxcd.io/v1", "Kustomization").decode(line)
+
+    assert decoded.object is not None
+    assert [(m["field"], m["reason"]) for m in decoded.object["rejected"]] == [
+        ("metadata.managedFields", "WrongType")
+    ]
 
 
 def test_list_items_without_kind_or_api_version_take_them_from_the_watched_resource() -> None:

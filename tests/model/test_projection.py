@@ -133,36 +133,144 @@ def test_events_v1_fields_are_read_under_core_v1_names() -> None:
     assert projected["series"]["count"] == 9
 
 
-LENIENT = [
+QUIET = [
     pytest.param(
         ["status", "conditions"],
         [{"type": "Ready"}, cond("Reconciling", "True")],
         ["Reconciling"],
-        id="condition-without-status-is-dropped",
+        id="condition-without-status-says-nothing-and-is-left-out",
     ),
-    pytest.param(
-        ["metadata", "labels"],
-        {"app": "web", "weird": 3},
-        {"app": "web"},
-        id="non-string-label-value-is-dropped",
-    ),
-    pytest.param(["spec", "replicas"], "three", None, id="non-integer-replicas-is-dropped"),
-    pytest.param(["metadata", "creationTimestamp"], "yesterday", None, id="unparseable-timestamp-is-dropped"),
-    pytest.param(["status", "availableReplicas"], True, None, id="boolean-is-not-an-integer"),
+    pytest.param(["spec", "replicas"], None, None, id="null-reads-as-absent"),
+    pytest.param(["status", "currentRevision"], "", None, id="empty-string-reads-as-absent"),
+    pytest.param(["spec", "paused"], "yes", None, id="a-field-never-read-is-ignored"),
 ]
 
 
-@pytest.mark.parametrize(("path", "value", "kept"), LENIENT)
-def test_minor_oddities_are_dropped_and_the_object_kept(path: list[str], value: Any, kept: Any) -> None:
+@pytest.mark.parametrize(("path", "value", "kept"), QUIET)
+def test_what_reads_as_absent_is_left_out_without_a_rejection(path: list[str], value: Any, kept: Any) -> None:
     raw = deployment("web", "apps", conditions=[])
     raw.setdefault(path[0], {})[path[1]] = value
 
-    section = project(raw).get(path[0], {})
+    projected = project(raw)
 
+    section = projected.get(path[0], {})
     if isinstance(kept, list):
         assert [c["type"] for c in section[path[1]]] == kept
     else:
         assert section.get(path[1]) == kept
+    assert "rejected" not in projected
+
+
+def _at(raw: Obj, path: str, value: Any) -> Obj:
+    target: Any = raw
+    *steps, last = path.split(".")
+    for step in steps:
+        target = target[int(step)] if isinstance(target, list) else target.setdefault(step, {})
+    target[int(last) if isinstance(target, list) else last] = value
+    return raw
+
+
+def _wrong(raw: Obj, path: str, value: Any, reason: str, written: str, *, field: str = "", id: str) -> Any:
+    """A case: `raw` with `value` at `path`, rejected as `field` (`path` unless said)."""
+    return pytest.param(_at(raw, path, value), field or path, reason, written, id=id)
+
+
+WRONG = [
+    _wrong(
+        deployment("web", "apps"), "metadata.labels.weird", 3, "WrongType", "3", id="non-string-label-value"
+    ),
+    _wrong(deployment("web", "apps"), "spec.replicas", "three", "WrongType", "three", id="string-replicas"),
+    _wrong(
+        deployment("web", "apps"),
+        "status.availableReplicas",
+        True,
+        "WrongType",
+        "true",
+        id="boolean-is-not-an-integer",
+    ),
+    _wrong(
+        deployment("web", "apps"),
+        "metadata.creationTimestamp",
+        "yesterday",
+        "TimeUnparseable",
+        "yesterday",
+        id="unparseable-timestamp",
+    ),
+    _wrong(
+        kustomization("apps"), "status.inventory.entries", "web", "WrongType", "web", id="inventory-a-string"
+    ),
+    _wrong(
+        kustomization("apps"),
+        "metadata.managedFields",
+        {"manager": "kubectl"},
+        "WrongType",
+        '{"manager": "kubectl"}',
+        id="managed-fields-an-object",
+    ),
+    _wrong(
+        kustomization("apps"),
+        "metadata.managedFields",
+        [{"manager": "kubectl", "fieldsV1": 5}],
+        "WrongType",
+        "5",
+        field="metadata.managedFields[0].fieldsV1",
+        id="fields-v1-no-field-set",
+    ),
+    _wrong(kustomization("apps"), "spec.suspend", "true", "WrongType", "true", id="suspend-a-string"),
+    _wrong(kustomization("apps"), "status", ["Ready"], "WrongType", '["Ready"]', id="status-a-list"),
+    _wrong(
+        helm_release("podinfo", "apps"),
+        "spec.chart",
+        "podinfo",
+        "WrongType",
+        "podinfo",
+        id="helm-release-chart-a-name",
+    ),
+]
+
+
+@pytest.mark.parametrize(("raw", "field", "reason", "written"), WRONG)
+def test_a_wrong_typed_field_is_left_out_and_rejected_by_name(
+    raw: Obj, field: str, reason: str, written: str
+) -> None:
+    projected = project(raw)
+
+    [mark] = projected["rejected"]
+    assert (mark["field"], mark["reason"], mark["value"]) == (field, reason, written)
+    assert mark["problem"].startswith("is not ")
+    assert projected["metadata"]["name"] == raw["metadata"]["name"]
+
+
+def test_a_condition_whose_status_is_wrong_goes_with_it_under_the_status_name() -> None:
+    raw = kustomization("apps", conditions=[cond("Ready", "True"), cond("Reconciling", "True")])
+    raw["status"]["conditions"][0]["status"] = True
+
+    projected = project(raw)
+
+    assert [c["type"] for c in projected["status"]["conditions"]] == ["Reconciling"]
+    [mark] = projected["rejected"]
+    assert (mark["field"], mark["reason"], mark["value"]) == (
+        "status.conditions[0].status",
+        "WrongType",
+        "true",
+    )
+
+
+def test_a_pod_condition_with_a_type_that_is_no_string_is_rejected_not_filtered_away() -> None:
+    raw = pod("web-1", "apps", app="web")
+    raw["status"]["conditions"].append({"type": 7, "status": "True"})
+    index = len(raw["status"]["conditions"]) - 1
+
+    [mark] = project(raw)["rejected"]
+
+    assert (mark["field"], mark["reason"]) == (f"status.conditions[{index}].type", "WrongType")
+
+
+def test_a_helm_chart_spec_chart_is_its_name_not_a_wrong_type() -> None:
+    raw = _at(kustomization("podinfo"), "spec.chart", "podinfo")
+    raw["apiVersion"], raw["kind"] = "source.toolkit.fluxcd.io/v1", "HelmChart"
+
+    assert "rejected" not in project(raw)
 
 
 def _with(path: list[str], value: Any) -> Obj:

@@ -136,6 +136,42 @@ CASES = [
     ),
     pytest.param(
         Case(
+            lambda: _set(kustomization("infra"), "status.inventory.entries", "web"),
+            RejectReason.WRONG_TYPE,
+            "status.inventory.entries",
+            "web",
+        ),
+        id="inventory-entries-a-string",
+    ),
+    pytest.param(
+        Case(
+            lambda: _set(deployment("web", "apps"), "metadata.managedFields", {"manager": "kubectl"}),
+            RejectReason.WRONG_TYPE,
+            "metadata.managedFields",
+            '{"manager": "kubectl"}',
+        ),
+        id="managed-fields-an-object",
+    ),
+    pytest.param(
+        Case(
+            lambda: _set(kustomization("infra"), "spec.suspend", "false"),
+            RejectReason.WRONG_TYPE,
+            "spec.suspend",
+            "false",
+        ),
+        id="suspend-a-string",
+    ),
+    pytest.param(
+        Case(
+            lambda: _set(kustomization("infra"), "status.conditions.0.lastTransitionTime", "yesterday"),
+            RejectReason.TIME_UNPARSEABLE,
+            "status.conditions[0].lastTransitionTime",
+            "yesterday",
+        ),
+        id="unparseable-condition-time",
+    ),
+    pytest.param(
+        Case(
             lambda: reconciling("infra", interval="1h"),
             RejectReason.RULE_ERROR,
             "",
@@ -217,3 +253,24 @@ def test_the_json_report_lists_the_rejected_as_the_findings_api_does() -> None:
     assert entry["subject"]["name"] == "infra"
     assert (entry["reason"], entry["field"], entry["evaluated"]) == ("RuleError", "", False)
     assert entry["message"].startswith(f"Kustomization {FLUX_NS}/infra: not evaluated, a rule failed on it (")
+
+
+def test_a_wrong_typed_field_says_what_it_is_not_and_what_was_written() -> None:
+    hostile = _set(kustomization("infra"), "status.inventory.entries", "web")
+
+    [rejection] = run(*flux(), hostile).rejected
+
+    assert rejection.message == (
+        f"Kustomization {FLUX_NS}/infra: status.inventory.entries is not a list (WrongType, written: web):"
+        " left out, the rest of the object evaluated"
+    )
+
+
+def test_an_object_whose_wrong_typed_fields_left_nothing_to_read_is_never_all_healthy() -> None:
+    """The old silent drop: a whole status that was a list read as no status at all."""
+    hostile = _set(kustomization("infra"), "status", ["Ready"])
+
+    text = render_text(run(*flux(), hostile), objects=13)
+
+    assert "all healthy" not in text.lower()
+    assert "status is not an object (WrongType" in text

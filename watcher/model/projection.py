@@ -14,21 +14,25 @@ into a check. Per field the schema says what happens when the value is wrong:
   * strict fields (kind, apiVersion, metadata.name/namespace/generation,
     status.observedGeneration, the status.conditions list itself, and anything beyond a
     sane size) raise MalformedObject: the object cannot be judged correctly without them;
-  * every other field is lenient: a wrong-typed value or a bad list entry (a condition
-    without type/status, a label whose value is not a string, an unparseable timestamp)
-    is dropped and the rest of the object is kept;
-  * a value of the right type but out of range (a timestamp outside years 1-9999 once in
-    UTC, an integer past int64 or a number where a count belongs, a number of seconds past
-    a century) is REJECTED: in a strict field that is MalformedObject; in a lenient one the
-    field is dropped, the rest kept, and the projection says so under `rejected` (a list of
-    {field, reason, value}; a types.RejectReason each), which the model reports. Nothing
-    downstream ever meets such a value, so no rule has to guard its arithmetic.
+  * in every other field a wrong value is REJECTED: the field is dropped, the rest of the
+    object kept, and the projection says so under `rejected` (a list of {field, reason,
+    value}; a types.RejectReason each), which the model reports. Wrong is a value of another
+    type than the field's (a string where an object belongs, a label whose value is a number,
+    a whole `status` that is a list), a timestamp that is no RFC3339 time or no moment in
+    years 1-9999 once in UTC, an integer past int64 or a number where a count belongs, a
+    number of seconds past a century. When the wrong field is one its entry cannot do without
+    (a condition's type or status), the entry goes with it, under the field's name. Nothing
+    downstream ever meets such a value, so no rule has to guard its arithmetic, and no field
+    stalewatch reads is ever left out without saying so.
+What is left out quietly is what reads the same as absent: null, "", an empty entry, an entry
+without a field it needs (a condition with no status: nothing to read), and fields not read.
 Unknown fields are ignored. Long messages are truncated to MESSAGE_LIMIT characters.
 events.k8s.io/v1 Events are projected under their core/v1 field names.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -65,47 +69,64 @@ class MalformedObject(ValueError):
 
 
 class _Drop(ValueError):
-    """A lenient field was wrong: leave it out and keep the object. (This and _Located are
-    ValueErrors: the fast path, which calls some of these checks, then takes the slow path.)"""
+    """Nothing to keep (null, "", an empty entry, one without a field it needs): left out quietly.
+    (This and _Located are ValueErrors: the fast path, which calls some of these checks, then
+    takes the slow path.)"""
 
 
 class _Located(ValueError):
-    """Raised from a field; each enclosing level adds its step to `path` on the way out."""
+    """Raised from a field; each enclosing level adds its step to `path` on the way out (a list
+    index as "[i]", a mapping key as written)."""
 
     def __init__(self, problem: str) -> None:
         super().__init__(problem)
         self.problem = problem
-        self.path: list[str] = []
+        self.path: list[Any] = []
 
-    def steps(self) -> list[str]:
+    def steps(self) -> list[Any]:
         return self.path[::-1]
 
     def where(self) -> str:
-        return "".join(step if step.startswith("[") else f".{step}" for step in self.steps()).lstrip(".")
+        return "".join(_step(step) for step in self.steps()).lstrip(".")
+
+
+def _step(step: Any) -> str:
+    return step if isinstance(step, str) and step.startswith("[") else f".{step}"
 
 
 class _Malformed(_Located):
     """A strict field was wrong."""
 
 
-class _OutOfRange(_Located):
-    """A lenient field had the right type but a value out of range: drop it and say so."""
+class _Rejected(_Located):
+    """A lenient field was wrong: drop it and say so. `entry`: how many of the innermost steps
+    name the entry that goes with it (0: only the field goes)."""
 
-    def __init__(self, reason: RejectReason, value: Any) -> None:
-        super().__init__(str(reason))
+    def __init__(self, reason: RejectReason, value: Any, problem: str = "is out of range") -> None:
+        super().__init__(problem)
         self.reason = reason
+        self.entry = 0
         text = value.isoformat() if isinstance(value, datetime) else value
-        self.value = (text if isinstance(text, str) else repr(text))[:VALUE_LIMIT]
+        self.value = (text if isinstance(text, str) else _written(text))[:VALUE_LIMIT]
+
+
+def _written(value: Any) -> str:
+    """A value as JSON would spell it (YAML's datetimes as text), for a message."""
+    try:
+        return json.dumps(value, default=str, ensure_ascii=False)[: VALUE_LIMIT + 1]
+    except (TypeError, ValueError):  # a mapping with keys JSON has no spelling for
+        return repr(value)
 
 
 Check = Callable[[Any], Any]
-"""Validates one value and returns what to keep; raises _Drop (lenient) or _Malformed (strict)."""
+"""Validates one value and returns what to keep; raises _Drop (nothing to keep), _Rejected
+(a lenient field was wrong) or _Malformed (a strict one was)."""
 
 
-def _reject(strict: bool, problem: str) -> NoReturn:
+def _reject(strict: bool, problem: str, value: Any) -> NoReturn:
     if strict:
         raise _Malformed(problem)
-    raise _Drop
+    raise _Rejected(RejectReason.WRONG_TYPE, value, problem)
 
 
 def _str(node: Str) -> Check:
@@ -113,7 +134,7 @@ def _str(node: Str) -> Check:
 
     def check(value: Any) -> Any:
         if not isinstance(value, str):
-            _reject(strict, "is not a string")
+            _reject(strict, "is not a string", value)
         if not value and not strict:
             raise _Drop  # "" reads the same as absent everywhere, and absent costs nothing
         if limit is not None and len(value) > limit:
@@ -133,12 +154,12 @@ def _int(node: Int) -> Check:
         if type(value) is not int:  # bool is an int subclass, and not a count
             if type(value) is float and not strict:
                 big = not math.isfinite(value) or abs(value) >= limit
-                raise _OutOfRange(reason if big else RejectReason.NOT_AN_INTEGER, value)
-            _reject(strict, "is not an integer")
+                raise _Rejected(reason if big else RejectReason.NOT_AN_INTEGER, value)
+            _reject(strict, "is not an integer", value)
         if not -limit <= value < limit:
             if strict:
                 raise _Malformed(f"is out of range ({repr(value)[:VALUE_LIMIT]})")
-            raise _OutOfRange(reason, value)
+            raise _Rejected(reason, value)
         return value
 
     return check
@@ -146,7 +167,7 @@ def _int(node: Int) -> Check:
 
 def _bool(value: Any) -> Any:
     if type(value) is not bool:
-        raise _Drop
+        _reject(False, "is not a boolean", value)
     return value
 
 
@@ -167,15 +188,17 @@ def _time(value: Any) -> Any:
         try:
             return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
         except OverflowError:
-            raise _OutOfRange(RejectReason.TIME_OUT_OF_RANGE, value) from None
+            raise _Rejected(RejectReason.TIME_OUT_OF_RANGE, value) from None
     if not isinstance(value, str):
+        _reject(False, "is not a timestamp", value)
+    if not value:
         raise _Drop
     try:
         moment = datetime.fromisoformat(value)
     except ValueError:
-        raise _Drop from None
+        raise _Rejected(RejectReason.TIME_UNPARSEABLE, value, "is not an RFC3339 timestamp") from None
     if not _in_utc_range(moment):
-        raise _OutOfRange(RejectReason.TIME_OUT_OF_RANGE, value)
+        raise _Rejected(RejectReason.TIME_OUT_OF_RANGE, value)
     if len(_TIMES) >= _TIMES_LIMIT:
         _TIMES.clear()
     _TIMES[value] = value
@@ -194,12 +217,13 @@ def _in_utc_range(moment: datetime) -> bool:
 
 
 def _labels(node: Labels) -> Check:
-    """A str->str map; entries with other values are dropped, too many is malformed."""
+    """A str->str map (of the keys with a `keep` prefix, if any); an entry that is not str->str
+    is rejected, too many kept is malformed."""
     limit, keep, value_limit = node.limit, node.keep, node.value_limit
 
     def check(value: Any) -> Any:
         if type(value) is not dict and not isinstance(value, Mapping):
-            raise _Drop
+            _reject(False, "is not a map of strings", value)
         kept = {
             sys.intern(k): sys.intern(v) if value_limit is None else v[:value_limit]
             for k, v in value.items()
@@ -207,16 +231,26 @@ def _labels(node: Labels) -> Check:
         }
         if len(kept) > limit:
             raise _Malformed(f"has {len(kept)} entries (more than {limit})")
+        if len(kept) < len(value):  # rare: find a bad entry among those read
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    rejected = _Rejected(RejectReason.WRONG_TYPE, key, "is a key that is not a string")
+                elif item is not None and not isinstance(item, str) and (not keep or key.startswith(keep)):
+                    rejected = _Rejected(RejectReason.WRONG_TYPE, item, "is not a string")
+                else:
+                    continue
+                rejected.path.append(key)
+                raise rejected
         return kept
 
     return check
 
 
 def _fieldset(value: Any) -> Any:
-    """fieldsV1 as its sorted paths (fieldsets.py); neither a trie nor paths: dropped."""
+    """fieldsV1 as its sorted paths (fieldsets.py); neither a trie nor paths: rejected."""
     paths = read_fields(value)
     if paths is None:
-        raise _Drop
+        _reject(False, "is not a fieldsV1 set", value)
     return paths
 
 
@@ -229,7 +263,9 @@ def _obj(node: Obj) -> Check:
 
     def check(value: Any) -> Any:
         if type(value) is not dict and not isinstance(value, Mapping):
-            _reject(strict, "is not an object")
+            if value is None and not strict:  # a null list entry reads as absent
+                raise _Drop
+            _reject(strict, "is not an object", value)
         out: dict[str, Any] = {}
         for name, item in value.items():
             field = fields.get(name)
@@ -241,6 +277,8 @@ def _obj(node: Obj) -> Check:
                 continue
             except _Located as error:
                 error.path.append(name)
+                if name in required and isinstance(error, _Rejected):
+                    error.entry = len(error.path)  # the entry cannot do without it: both go
                 raise
         for name in required:
             if name not in out:
@@ -260,13 +298,13 @@ def _list(node: List) -> Check:
 
     def check(value: Any) -> Any:
         if not isinstance(value, list):
-            _reject(strict, "is not a list")
+            _reject(strict, "is not a list", value)
         entries: Sequence[Any] = value
         if types is not None:  # (index as written, entry): a bad entry's path must name it in the object
             entries = [
                 (index, entry)
                 for index, entry in enumerate(value)
-                if type(entry) is not dict or (isinstance(entry.get("type"), str) and entry["type"] in types)
+                if type(entry) is not dict or not isinstance(kind := entry.get("type"), str) or kind in types
             ]
         if len(entries) > limit:
             if not truncate:
@@ -274,6 +312,8 @@ def _list(node: List) -> Check:
             entries = entries[:limit]
         out = []
         for index, entry in entries if types is not None else enumerate(entries):
+            if entry is _TAKEN_OUT:
+                continue
             try:
                 out.append(item(entry))
             except _Drop:
@@ -345,6 +385,8 @@ def _project(
     meta = _section(compiled(schema.metadata), metadata, "metadata", rejected)
     out: dict[str, Any] = {"apiVersion": sys.intern(api_version), "kind": sys.intern(kind), "metadata": meta}
     for name, fields in schema.sections.items():
+        if not fields.fields:  # nothing read (a ConfigMap's spec): nothing to say of it
+            continue
         if name:
             section = _section(compiled(fields), obj.get(name), name, rejected)
             if section:
@@ -360,19 +402,23 @@ def _project(
 def _section(check: Check, value: Any, name: str, rejected: list[dict[str, str]]) -> dict[str, Any]:
     """A top-level section: absent or not an object means empty (strictness is per field).
 
-    A value out of range is taken out of (a copy of) the section, which is checked again
-    without it: rare, so the usual object pays nothing for it."""
+    A rejected value (and its entry, when the entry cannot do without it) is taken out of (a
+    copy of) the section, which is checked again without it: rare, so the usual object pays
+    nothing for it."""
+    if value is None:
+        return {}
     if type(value) is not dict and not isinstance(value, Mapping):
+        if name:  # a `status` that is a string or a list: nothing in it can be read
+            rejected.append(_mark(name, _Rejected(RejectReason.WRONG_TYPE, value, "is not an object")))
         return {}
     for _ in range(MAX_REJECTED):
         try:
             section: dict[str, Any] = check(value)
             return section
-        except _OutOfRange as error:
+        except _Rejected as error:
             steps = error.steps()
-            field = f"{name}.{error.where()}" if name else error.where()
-            rejected.append({"field": field, "reason": str(error.reason), "value": error.value})
-            value = _without(value, steps)
+            rejected.append(_mark(f"{name}.{error.where()}" if name else error.where(), error))
+            value = _without(value, steps[: len(steps) - error.entry])
         except _Malformed as error:
             if name:
                 error.path.append(name)
@@ -382,13 +428,21 @@ def _section(check: Check, value: Any, name: str, rejected: list[dict[str, str]]
     raise too_many
 
 
-def _without(value: Any, steps: Sequence[str]) -> Any:
+def _mark(field: str, error: _Rejected) -> dict[str, str]:
+    return {"field": field, "reason": str(error.reason), "value": error.value, "problem": error.problem}
+
+
+_TAKEN_OUT = object()
+"""A list entry _without() took out (a list check skips it; the indexes of the rest stay as written)."""
+
+
+def _without(value: Any, steps: Sequence[Any]) -> Any:
     """A copy of `value` without the field at `steps` (the containers on the way are copied)."""
     step, rest = steps[0], steps[1:]
-    if step.startswith("["):
+    if isinstance(value, list):
         items = list(value)
         index = int(step[1:-1])
-        items[index] = _without(items[index], rest) if rest else None
+        items[index] = _without(items[index], rest) if rest else _TAKEN_OUT
         return items
     fields = dict(value)
     if rest:

@@ -1,12 +1,12 @@
 """Objects set aside: what the engine reports instead of judging what it could not.
 
-Three ways in. project() drops a field whose value is out of range and lists it under the
-projection's `rejected` key; the object is judged on the rest, and each dropped field is
-reported. A rule, a controller verdict or a health row that raises on one object sets that
-object aside (nothing concluded from it, reported with the error) instead of ending the
-evaluation of everything else: the engine guards each object's judgement with one try, not
-each field. And an object project() refuses whole (MalformedObject) is never taken in: the
-watcher lists it as unreadable.
+Three ways in. project() drops a field whose value is wrong (of another type, no timestamp,
+out of range) and lists it under the projection's `rejected` key; the object is judged on the
+rest, and each dropped field is reported. A rule, a controller verdict or a health row that
+raises on one object sets that object aside (nothing concluded from it, reported with the
+error) instead of ending the evaluation of everything else: the engine guards each object's
+judgement with one try, not each field. And an object project() refuses whole
+(MalformedObject) is never taken in: the watcher lists it as unreadable.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from watcher.model.types import Rejection, RejectReason, Subject
 
 
 def dropped_fields(obj: Mapping[str, Any]) -> list[Rejection]:
-    """The fields project() dropped from this object as out of range (usually none)."""
+    """The fields project() dropped from this object as wrong (usually none)."""
     marks = obj.get(REJECTED)
     if not marks:
         return []
@@ -32,13 +32,19 @@ def dropped_fields(obj: Mapping[str, Any]) -> list[Rejection]:
             field=mark["field"],
             value=mark["value"],
             evaluated=True,
-            message=(
-                f"{describe(subject)}: {mark['field']} {mark['value']} is out of range "
-                f"({mark['reason']}): left out, the rest of the object evaluated"
-            ),
+            message=f"{describe(subject)}: {_wrong(mark)}: left out, the rest of the object evaluated",
         )
         for mark in marks
     ]
+
+
+def _wrong(mark: Mapping[str, str]) -> str:
+    """What was wrong with one field, e.g. "spec.replicas 1e+20 is out of range (IntegerOutOfRange)"
+    or "status.inventory.entries is not a list (WrongType, written: web)"."""
+    problem = mark.get("problem", "is out of range")
+    if problem == "is out of range":
+        return f"{mark['field']} {mark['value']} {problem} ({mark['reason']})"
+    return f"{mark['field']} {problem} ({mark['reason']}, written: {mark['value']})"
 
 
 def rule_failed(subject: Subject, error: Exception, *, what: str) -> Rejection:

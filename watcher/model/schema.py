@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from watcher.model.kinds import GATEKEEPER_GROUP, KYVERNO_GROUP, POLICY_REPORT_GROUP
+from watcher.model.kinds import GATEKEEPER_GROUP, KYVERNO_GROUP, POLICY_REPORT_GROUP, SOURCE_GROUP
 from watcher.model.objects import MAX_DURATION_SECONDS
 from watcher.model.types import RejectReason
 
@@ -239,6 +239,12 @@ CUSTOM = Kind(
     },
 )
 
+HELM_CHART = Kind(
+    METADATA,
+    {**CUSTOM.sections, "spec": Obj({**CUSTOM.sections["spec"].fields, "chart": S})},
+)
+"""A HelmChart's spec.chart is the chart's name, a HelmRelease's the template of its HelmChart."""
+
 # -- Built-in kinds -----------------------------------------------------------------------------
 
 _WORKLOAD = Kind(
@@ -412,8 +418,10 @@ KINDS: dict[tuple[str, str], Kind] = {
     ("", "Secret"): _built_in(),
     ("", "ConfigMap"): _built_in(),
     **dict.fromkeys(EVENT_KINDS, _EVENT),
+    (SOURCE_GROUP, "HelmChart"): HELM_CHART,
 }
-"""Built-in kinds; anything else is treated as a custom resource (CUSTOM, the GitOps fields). Each
+"""Built-in kinds (and the one Flux kind whose fields differ from CUSTOM's); anything else is
+treated as a custom resource (CUSTOM, the GitOps fields). Each
 keeps every field kstatus reads on it (its generic checks and its rule in core.go's table, the
 extensions/ twins of the workloads included); kinds kstatus has a rule for but no row here
 (CronJob, PodDisruptionBudget) read only the generic fields, which the GitOps fields hold."""

@@ -297,6 +297,11 @@ class RejectReason(StrEnum):
     """A fraction where a count is expected."""
     DURATION_OUT_OF_RANGE = "DurationOutOfRange"
     """A number of seconds longer than any interval anyone means (100 years)."""
+    WRONG_TYPE = "WrongType"
+    """A value of another type than the field's: a string where an object belongs, a list where
+    a string does, a label whose value is a number, a `status` that is no object."""
+    TIME_UNPARSEABLE = "TimeUnparseable"
+    """A string where a timestamp belongs that is no RFC3339 time ("yesterday")."""
     RULE_ERROR = "RuleError"
     """A rule raised on this object: nothing was concluded from it."""
     MALFORMED = "Malformed"

@@ -1,11 +1,10 @@
 """The fast path's msgspec types, generated from schema.py, with the steps each needs after decoding.
 
-Each schema node becomes a Struct field whose type states the node's bounds (a length, an entry
-count, an integer range, a required entry), so a value project() would drop, cut or refuse fails
-decoding, and the caller takes the slow path. Lenient strings default to "" and everything else
-to UNSET, so msgspec.to_builtins leaves out exactly what project() leaves out: absent fields
-and empty strings. A lenient object given a string is decoded and left out, as project() drops
-it (a HelmChart's spec.chart is a name, a HelmRelease's an object).
+Each schema node becomes a Struct field whose type states the node's type and bounds (a length,
+an entry count, an integer range, a required entry), so a value project() would reject, cut or
+refuse fails decoding, and the caller takes the slow path (which says what it rejected). Lenient
+strings default to "" and everything else to UNSET, so msgspec.to_builtins leaves out exactly
+what project() leaves out quietly: absent fields and empty strings.
 
 What a type cannot say is done after decoding by one function per kind, generated as source (as
 dataclasses generates __init__) because it runs on every event, each nested entry inlined: times
@@ -57,11 +56,14 @@ _FIELDS_LIMIT = 4096
 
 
 def _fields(raw: msgspec.Raw) -> Any:
-    """The paths project() keeps of one fieldsV1 (UNSET where it drops it: null, not a mapping)."""
+    """The paths project() keeps of one fieldsV1 (UNSET for null); one it rejects: Unsure."""
     data = bytes(raw)
     known = _FIELDS.get(data)
     if known is None:
-        text = read_fields(msgspec.json.decode(data))
+        value = msgspec.json.decode(data)
+        text = read_fields(value)
+        if text is None and value is not None:
+            raise Unsure("fieldsV1 is no field set: project() rejects it")
         known = UNSET if text is None else text
         if len(_FIELDS) >= _FIELDS_LIMIT:
             _FIELDS.clear()
@@ -123,7 +125,7 @@ def _type(node: Field, *, required: bool) -> tuple[Any, Any]:
         return msgspec.Raw | UnsetType, UNSET
     if isinstance(node, Obj):
         struct = _struct(node)[0]
-        return (struct, None) if required else (struct | str | UnsetType, UNSET)
+        return (struct, None) if required else (struct | UnsetType, UNSET)
     typ = list[_struct(node.item)[0]]  # type: ignore[misc]
     if node.types is None and not node.truncate:
         typ = Annotated[typ, Meta(max_length=node.limit)]
@@ -136,7 +138,7 @@ def _indent(lines: list[str]) -> list[str]:
 
 def _steps(node: Obj, var: str, *, interns: bool, depth: int = 0) -> list[str]:
     """Source lines doing, on the Struct in `var`, what its type cannot say (times, filters,
-    cuts, strings dropped where objects belong), and the interning when `interns`."""
+    cuts), and the interning when `interns`."""
     lines = []
     for name, field in node.fields.items():
         attr = f"{var}.{name}"
@@ -154,14 +156,13 @@ def _steps(node: Obj, var: str, *, interns: bool, depth: int = 0) -> list[str]:
         elif isinstance(field, FieldSet):
             lines.append(f"if {attr} is not UNSET: {attr} = _fields({attr})")
         elif isinstance(field, Obj):
-            required = name in node.required
-            lines += _object_steps(field, attr, interns=interns, depth=depth, required=required)
+            lines += _object_steps(field, attr, interns=interns, depth=depth)
         elif isinstance(field, List):
             lines += _list_steps(field, attr, interns=interns, depth=depth)
     return lines
 
 
-def _object_steps(node: Obj, attr: str, *, interns: bool, depth: int, required: bool) -> list[str]:
+def _object_steps(node: Obj, attr: str, *, interns: bool, depth: int) -> list[str]:
     value = f"o{depth}"
     struct, name = _struct(node)
     inner = _steps(node, value, interns=interns, depth=depth + 1)
@@ -172,8 +173,6 @@ def _object_steps(node: Obj, attr: str, *, interns: bool, depth: int, required: 
         )
         inner.append(f"if {empty}: {attr} = UNSET")
     lines = [f"if type({value}) is {name}:", *_indent(inner)] if inner else []
-    if not required:
-        lines.append(f"{'elif' if inner else 'if'} type({value}) is str: {attr} = UNSET")
     return [f"{value} = {attr}", *lines] if lines else []
 
 
