@@ -271,7 +271,7 @@ SELF_ALERTS: tuple[Alert, ...] = (
         ),
         description=(
             "{{ $value }} {{ $labels.kind }}.{{ $labels.group }} objects could not be judged in full"
-            " ({{ $labels.reason }}): a field with a value out of range was left out, a rule failed on"
+            " ({{ $labels.reason }}): a field with a wrong value was left out, a rule failed on"
             " the object, or it could not be read. /api/v1/findings lists them under rejected."
         ),
         labels={"severity": "warning"},

@@ -59,7 +59,7 @@ from watcher.model.types import RejectReason
 VALUE_LIMIT = 120
 """A rejected value is quoted up to this many characters."""
 MAX_REJECTED = 256
-"""More out-of-range values than this in one object section is malformed."""
+"""More wrong values than this in one object section is malformed."""
 REJECTED = "rejected"
 """The projection's key for its rejected fields (no Kubernetes object has one at top level)."""
 
@@ -423,7 +423,7 @@ def _section(check: Check, value: Any, name: str, rejected: list[dict[str, str]]
             if name:
                 error.path.append(name)
             raise
-    too_many = _Malformed(f"has more than {MAX_REJECTED} values out of range")
+    too_many = _Malformed(f"has more than {MAX_REJECTED} wrong values")
     too_many.path.append(name)
     raise too_many
 
