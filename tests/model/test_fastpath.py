@@ -237,6 +237,11 @@ EDGES = [
     ),
     pytest.param(_ks(metadata__managedFields=_managed(40)), True, id="managed-fields-cut-to-32"),
     pytest.param(
+        _ks(metadata__managedFields=[{**m, "subresource": "status"} for m in _managed(40)] + _managed(2)),
+        True,
+        id="status-subresource-writes-are-not-read-nor-counted",
+    ),
+    pytest.param(
         _set(helm_release("podinfo", "apps"), "status.history", _history(7)), True, id="helm-history-cut-to-5"
     ),
     pytest.param(helm_chart("apps-podinfo", "apps"), True, id="helm-chart-spec-chart-is-a-name"),

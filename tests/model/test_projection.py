@@ -340,3 +340,16 @@ def test_unusable_object_raises_one_line_naming_the_field(raw: Obj, message: str
 def test_non_mapping_input_is_malformed() -> None:
     with pytest.raises(MalformedObject, match="object is not a mapping"):
         project(["not", "an", "object"])  # type: ignore[arg-type]
+
+
+def test_writes_through_the_status_subresource_are_not_kept_and_the_spec_writes_are() -> None:
+    raw = kustomization("apps")
+    status_write = {"manager": "kustomize-controller", "operation": "Update", "subresource": "status"}
+    spec_write = {"manager": "flux", "operation": "Apply", "time": "2024-05-01T11:00:00Z"}
+    raw["metadata"]["managedFields"] = [
+        status_write | {"time": "2024-05-01T12:00:00Z", "fieldsV1": {"f:status": {}}},
+        spec_write | {"fieldsV1": {"f:spec": {"f:interval": {}}}},
+    ]
+
+    assert project(raw)["metadata"]["managedFields"] == [spec_write | {"fieldsV1": "spec.interval"}]
+

@@ -292,26 +292,30 @@ def _obj(node: Obj) -> Check:
 
 def _list(node: List) -> Check:
     """A list. Longer than `limit` is malformed, or cut when `truncate`; entries of other `types`
-    (a mapping's "type") are left out first."""
+    (a mapping's "type"), or with the value `unless` names, are left out first."""
     item, limit, strict, truncate = compiled(node.item), node.limit, node.strict, node.truncate
-    types = node.types
+    types, unless = node.types, node.unless
+    filtered = types is not None or unless is not None
+
+    def read(entry: Any) -> bool:
+        if type(entry) is not dict:
+            return True  # for the entry's check to reject
+        if unless is not None and entry.get(unless[0]) == unless[1]:
+            return False
+        return types is None or not isinstance(kind := entry.get("type"), str) or kind in types
 
     def check(value: Any) -> Any:
         if not isinstance(value, list):
             _reject(strict, "is not a list", value)
         entries: Sequence[Any] = value
-        if types is not None:  # (index as written, entry): a bad entry's path must name it in the object
-            entries = [
-                (index, entry)
-                for index, entry in enumerate(value)
-                if type(entry) is not dict or not isinstance(kind := entry.get("type"), str) or kind in types
-            ]
+        if filtered:  # (index as written, entry): a bad entry's path must name it in the object
+            entries = [(index, entry) for index, entry in enumerate(value) if read(entry)]
         if len(entries) > limit:
             if not truncate:
                 raise _Malformed(f"has {len(entries)} entries (more than {limit})")
             entries = entries[:limit]
         out = []
-        for index, entry in entries if types is not None else enumerate(entries):
+        for index, entry in entries if filtered else enumerate(entries):
             if entry is _TAKEN_OUT:
                 continue
             try:

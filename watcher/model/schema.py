@@ -79,13 +79,16 @@ class Obj:
 @dataclass(frozen=True, eq=False)
 class List:
     """A list of entries. More than `limit` is malformed, or cut when `truncate`. `types`: only
-    entries whose "type" is one of these are read at all (Pod conditions)."""
+    entries whose "type" is one of these are read at all (Pod conditions); `unless` (field,
+    value): entries with that value there are not read at all (managedFields entries written
+    through the status subresource)."""
 
     item: Obj
     limit: int
     strict: bool = False
     truncate: bool = False
     types: frozenset[str] | None = None
+    unless: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -155,18 +158,21 @@ _METADATA_FIELDS: dict[str, Field] = {
     ),
 }
 _WRITE: dict[str, Field] = {"manager": TOKEN, "operation": TOKEN, "subresource": TOKEN, "time": Time()}
+
+
+def _writes(entry: Obj) -> List:
+    """managedFields, but for the entries written through the status subresource: no rule reads
+    those (a spec write is what spec_written_at dates and what ConflictingWriters compares), and
+    every object a controller reports on has one, which the model would keep."""
+    return List(entry, limit=32, truncate=True, unless=("subresource", "status"))
+
+
 METADATA = Obj(
-    {
-        **_METADATA_FIELDS,
-        "managedFields": List(Obj({**_WRITE, "fieldsV1": FieldSet()}), limit=32, truncate=True),
-    },
-    strict=True,
+    {**_METADATA_FIELDS, "managedFields": _writes(Obj({**_WRITE, "fieldsV1": FieldSet()}))}, strict=True
 )
 """Who wrote when (spec_written_at) and which fields each writer owns (ConflictingWriters: the
 engine hands the field sets to writers.py and keeps the object without them)."""
-METADATA_WITHOUT_FIELDS = Obj(
-    {**_METADATA_FIELDS, "managedFields": List(Obj(_WRITE), limit=32, truncate=True)}, strict=True
-)
+METADATA_WITHOUT_FIELDS = Obj({**_METADATA_FIELDS, "managedFields": _writes(Obj(_WRITE))}, strict=True)
 """Who wrote when, without the field sets: ReplicaSets (written by their Deployment's controller
 alone, and packed by the fast path) and Leases (renewed every few seconds by their holder)."""
 METADATA_WITHOUT_HISTORY = Obj(_METADATA_FIELDS, strict=True)

@@ -179,6 +179,9 @@ def _object_steps(node: Obj, attr: str, *, interns: bool, depth: int) -> list[st
 def _list_steps(node: List, attr: str, *, interns: bool, depth: int) -> list[str]:
     value, entry = f"l{depth}", f"x{depth}"
     inner = []
+    if node.unless is not None:
+        field, skipped = node.unless
+        inner.append(f"{value} = {attr} = [e for e in {value} if e.{field} != {skipped!r}]")
     if node.types is not None:
         inner += [
             f"{value} = {attr} = [e for e in {value} if e.type in {_name('_types', node.types)}]",
