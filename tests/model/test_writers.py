@@ -191,6 +191,16 @@ def test_the_finding_goes_once_the_fight_has_stopped_for_the_window() -> None:
     assert model.evaluate(NOW + 20 * MIN).findings == []
 
 
+def observe(writers: Writers, key: Key, versions: list[Obj], *, after: Obj | None = None) -> Obj | None:
+    """Each version in turn, after the one before it as the model stores it (the last one is returned)."""
+    previous = after
+    for version in versions:
+        projected = project(version)
+        writers.observe(key, projected, previous, now=NOW)
+        previous = projected
+    return previous
+
+
 def test_the_model_stores_no_field_sets_and_keeps_them_only_for_a_fight() -> None:
     model = HealthModel()
     for version in disjoint():
@@ -199,11 +209,9 @@ def test_the_model_stores_no_field_sets_and_keeps_them_only_for_a_fight() -> Non
     assert stored is not None
     assert all("fieldsV1" not in e for e in stored["metadata"]["managedFields"])
     writers = Writers(ModelConfig())
-    for version in disjoint() + status_only():
-        writers.observe(KEY, project(version), now=NOW)
+    last = observe(writers, KEY, disjoint() + status_only())
     assert writers.fighting() == []
-    for version in fight(3):
-        writers.observe(KEY, project(version), now=NOW)
+    observe(writers, KEY, fight(3), after=last)
     assert writers.fighting() == [KEY]
 
 
@@ -211,8 +219,7 @@ def test_no_more_than_max_fights_objects_keep_their_field_sets() -> None:
     writers = Writers(ModelConfig())
     for index in range(MAX_FIGHTS + 3):
         key = Key("example.com", "Widget", "team-a", f"w{index}")
-        for version in fight(1):
-            writers.observe(key, project(version), now=NOW)
+        observe(writers, key, fight(1))
     assert len(writers.fighting()) == MAX_FIGHTS
 
 

@@ -123,16 +123,16 @@ class HealthModel:
 
     def upsert(self, obj: Mapping[str, Any], *, now: datetime) -> None:
         """An object was added or changed: a projection (see project()), kept as given, not copied
-        (its managedFields' field sets are taken out of it: writers.py reads them once)."""
+        (its managedFields' field sets are replaced by their hashes: writers.py reads them once)."""
         if type(obj) is Packed:
             if self._put_packed(obj):
                 return
             obj = obj.unpacked()
         key = key_of(obj)
         try:
-            if obj["metadata"].get("managedFields"):  # the field sets are taken here, never stored
-                self._writers.observe(key, obj, now=now)
             old, edges = self._store.put(obj, key=key)
+            if obj["metadata"].get("managedFields"):  # the field sets are replaced by their hashes here
+                self._writers.observe(key, obj, old, now=now)
             self._touch(key, old, obj, edges, now=now)
         except Exception as error:  # the bookkeeping of one object must not stop the others'
             self._reject(key, "u", [rule_failed(subject_of(obj), error, what="taking it in")])

@@ -19,10 +19,11 @@ Not a fight: one manager writing often, two writing disjoint fields, a single ha
 status written through the status subresource (those entries are never read, and such writes do
 not bump the generation).
 
-Bounded state: per object, only its generation and a digest (hash and write time) per manager,
-until a turn changes another manager's fields; only then (at most MAX_FIGHTS objects) are its field
-sets and its last turns (twice the flips threshold) kept, and they are dropped again once no turn
-flipped within the window. The engine keeps no field set in its store (`fields_of` takes them).
+Bounded state, and none of its own for a quiet object: each managedFields entry the model stores
+keeps the hash of its field set (HASH) in place of the set, so the previous version, which the
+store hands over anyway, says who owned what then. Only once a turn changes another manager's
+fields (at most MAX_FIGHTS objects at once) are an object's field sets and its last turns (twice
+the flips threshold) kept here, and they are dropped again once no turn flipped within the window.
 """
 
 from __future__ import annotations
@@ -45,10 +46,14 @@ MAX_SHOWN = 8
 MAX_LISTED = 32
 STATUS = "status"
 
+HASH = "fieldsHash"
+"""The key of an entry's field-set hash in a stored projection (fields_of puts it there)."""
+
 Owners = dict[str, frozenset[str]]
 """Per manager, the paths of the fields it owns (its entries outside the status subresource)."""
 Marks = dict[str, tuple[int, str]]
-"""Per manager, a digest of its fields and its latest write time: what is kept of a quiet object."""
+"""Per manager, a hash of its field sets and its latest write time: what a version says of who
+owned what, read back from the stored previous version (marks_in)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,22 +69,6 @@ class Turn:
     """Fields the writer took back after losing them."""
 
 
-Seen = tuple[Any, ...]
-"""What is kept of every object whose kind keeps field sets: (generation, digest, then manager,
-fields hash, write time for each manager). The digest hashes its entries' (manager, fields,
-time): an unchanged version is one compare. One flat tuple (about 150 bytes for one manager,
-against 370 for a dataclass holding a dict): the model keeps one per Deployment, source, Service."""
-
-
-def _seen(generation: int, digest: int, marks: Marks) -> Seen:
-    return (generation, digest, *(part for manager, (h, at) in marks.items() for part in (manager, h, at)))
-
-
-def _marks(seen: Seen) -> Marks:
-    flat = seen[2:]
-    return {flat[i]: (flat[i + 1], flat[i + 2]) for i in range(0, len(flat), 3)}
-
-
 @dataclass(slots=True)
 class _Fight:
     subject: Subject
@@ -92,13 +81,18 @@ Written = tuple[tuple[str, str, str], ...]
 
 
 def fields_of(obj: Mapping[str, Any]) -> Written | None:
-    """What managedFields says of who owns what, each field set taken out of its entry on the
-    way (the model keeps the projection without them, see HealthModel.upsert); None when no
-    entry carries one (a kind whose schema keeps none, or a projection they were taken from)."""
+    """What managedFields says of who owns what, each field set replaced in its entry by its
+    hash on the way (the model stores the projection without the sets, see HealthModel.upsert);
+    None when no entry carries one (a kind whose schema keeps none, or a stored projection)."""
     written: list[tuple[str, str, str]] = []
     read = False
     for entry in obj["metadata"].get("managedFields") or ():
-        text = entry.pop("fieldsV1", None) if type(entry) is dict else entry.get("fieldsV1")
+        if type(entry) is dict:
+            text = entry.pop("fieldsV1", None)
+            if text is not None:
+                entry[HASH] = hash(text)
+        else:
+            text = entry.get("fieldsV1")
         if text is None:
             continue
         read = True
@@ -107,15 +101,37 @@ def fields_of(obj: Mapping[str, Any]) -> Written | None:
     return tuple(written) if read else None
 
 
-def marks_of(written: Written) -> tuple[dict[str, str], Marks]:
-    """(fieldsV1 per manager, its digest and latest write time per manager)."""
-    texts: dict[str, str] = {}
+def _marks(entries: Any) -> Marks:
+    """Per manager, from (manager, field-set hash, time) per entry: one hash of its sets (the
+    set's own when it has one entry, as most managers do) and its latest write time."""
+    hashes: dict[str, list[int]] = {}
     times: dict[str, str] = {}
-    for manager, text, at in written:
-        texts[manager] = f"{texts[manager]}\n{text}" if manager in texts else text
+    for manager, digest, at in entries:
+        hashes.setdefault(manager, []).append(digest)
         if at > times.get(manager, ""):
             times[manager] = at
-    return texts, {manager: (hash(text), times.get(manager, "")) for manager, text in texts.items()}
+    return {m: (h[0] if len(h) == 1 else hash(tuple(h)), times.get(m, "")) for m, h in hashes.items()}
+
+
+def marks_of(written: Written) -> tuple[dict[str, str], Marks]:
+    """(fieldsV1 per manager, what marks_in will read back of this version)."""
+    texts: dict[str, str] = {}
+    for manager, text, _ in written:
+        texts[manager] = f"{texts[manager]}\n{text}" if manager in texts else text
+    return texts, _marks((manager, hash(text), at) for manager, text, at in written)
+
+
+def marks_in(stored: Mapping[str, Any] | None) -> Marks | None:
+    """What a stored version (its entries' HASH) says of who owned what; None when it carries no
+    hash (there was no earlier version, or it kept no field sets)."""
+    if stored is None:
+        return None
+    entries = [
+        (entry.get("manager") or "(no manager)", entry[HASH], entry.get("time") or "")
+        for entry in stored["metadata"].get("managedFields") or ()
+        if HASH in entry and entry.get("subresource", "") != STATUS
+    ]
+    return _marks(entries) if entries else None
 
 
 def owners_of(texts: Mapping[str, str]) -> Owners:
@@ -169,30 +185,29 @@ class Writers:
             thresholds.conflicting_writers_flips,
             thresholds.conflicting_writers_window,
         )
-        self._seen: dict[Key, Seen] = {}
         self._fights: dict[Key, _Fight] = {}
         self._findings: dict[Key, Finding] = {}
         self._due: datetime | None = None
 
-    def observe(self, key: Key, obj: Mapping[str, Any], *, now: datetime) -> None:
-        """A new version of the object (projected, with its field sets, which this takes out of it)."""
+    def observe(
+        self, key: Key, obj: Mapping[str, Any], previous: Mapping[str, Any] | None, *, now: datetime
+    ) -> None:
+        """A new version of the object (projected, with its field sets, which this replaces by
+        their hashes), after the `previous` one the model stored (with its hashes)."""
         written = fields_of(obj)
         if written is None:
             return
+        before = marks_in(previous)
+        fight = self._fights.get(key)
         generation = obj["metadata"].get("generation", 0)
-        digest = hash(written)
-        seen = self._seen.get(key)
-        if seen is not None and seen[0] == generation and seen[1] == digest:
-            return  # the usual event: a status write, nothing of this changed
+        if before is None or previous is None or generation <= previous["metadata"].get("generation", 0):
+            if fight is not None:  # no spec change, no turn: who owns what may still have moved
+                texts, marks = marks_of(written)
+                if marks != before:
+                    fight.owners = owners_of(texts)
+            return
         texts, marks = marks_of(written)
         times = {manager: at for manager, (_, at) in marks.items()}
-        self._seen[key] = _seen(generation, digest, marks)
-        fight = self._fights.get(key)
-        if seen is None or generation <= seen[0]:  # no spec change: no turn
-            if fight is not None:
-                fight.owners = owners_of(texts)
-            return
-        before = _marks(seen)
         owners = owners_of(texts)
         dated = writer_of(before, marks)
         writer = dated or _eraser(before, marks)
@@ -217,7 +232,6 @@ class Writers:
 
     def forget(self, key: Key) -> None:
         """The object is gone (or keeps no field sets any more)."""
-        self._seen.pop(key, None)
         if self._fights.pop(key, None) is not None:
             self._due = None
 
