@@ -170,9 +170,9 @@ class CRDRisks:
         if (
             not everything
             and reads is not None
-            and not any((k.group, k.kind) in kinds for k in touched)
             and reads.keys.isdisjoint(touched)
             and reads.edges.isdisjoint(edges)
+            and not any((k.group, k.kind) in kinds for k in touched)
         ):
             return False
         view = self._reads = Recorder(self._store)

@@ -373,10 +373,11 @@ class HealthModel:
             self._reads.edges
         )
 
+    def _reject_verdict(self, key: Key, rejections: list[Rejection]) -> None:
+        self._reject(key, "c", rejections)
+
     def _refresh_controllers(self, now: datetime) -> None:
-        significant, kinds = self._controllers.refresh(
-            now, reject=lambda key, found: self._reject(key, "c", found)
-        )
+        significant, kinds = self._controllers.refresh(now, reject=self._reject_verdict)
         if significant:
             self._recheck = True
         for group, kind in kinds:

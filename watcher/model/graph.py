@@ -20,7 +20,7 @@ built as dicts unless something reads it.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
 from typing import Any, Protocol, cast
 
 import msgspec
@@ -85,6 +85,8 @@ def _unpacked(value: Mapping[str, Any] | bytes | None) -> Mapping[str, Any] | No
         return unpacked
     return value
 
+
+_NONE: frozenset[Key] = frozenset()
 
 KUSTOMIZED = "kustomized"
 """The edge from any object to the Kustomization its kustomize-controller labels name (prune.py)."""
@@ -227,19 +229,22 @@ class Store:
         found = (_unpacked(self._objects[k]) for k in self._by_namespace.get((group, kind, namespace), ()))
         return [obj for obj in found if obj is not None]
 
-    def links(self, edge: str, key: Key) -> set[Key]:
-        """The forward `edge`s of one object (blindness not applied; nothing is unpacked)."""
-        return self._links.get(key, {}).get(edge, set())
+    def links(self, edge: str, key: Key) -> Set[Key]:
+        """The forward `edge`s of one object (blindness not applied; nothing is unpacked; not to
+        be changed)."""
+        found = self._links.get(key)
+        return found.get(edge, _NONE) if found else _NONE
 
     def targets(self, edge: str) -> list[Key]:
         """Every object some object has an `edge` to (blindness not applied)."""
         return list(self._reverse[edge])
 
-    def referrers(self, edge: str, target: Key) -> set[Key]:
-        """Objects with an `edge` ("source", "inventory", "crds", "release", "kustomized") to `target`."""
+    def referrers(self, edge: str, target: Key) -> Set[Key]:
+        """Objects with an `edge` ("source", "inventory", "crds", "release", "kustomized") to `target`
+        (asked on every change of every object: most have none, answered without a new set)."""
         found = self._reverse[edge].get(target)
         if not found:
-            return set()
+            return _NONE
         return {k for k in found if k.kind not in self.blind}
 
     def snapshot(self, kinds: Iterable[tuple[str, str]], *, namespace: str | None = None) -> Snapshot:
@@ -287,7 +292,7 @@ class View(Protocol):
 
     def get(self, key: Key) -> Mapping[str, Any] | None: ...
 
-    def referrers(self, edge: str, target: Key) -> set[Key]: ...
+    def referrers(self, edge: str, target: Key) -> Set[Key]: ...
 
 
 class Recorder:
@@ -305,7 +310,7 @@ class Recorder:
         self.keys.add(key)
         return self._store.get(key)
 
-    def referrers(self, edge: str, target: Key) -> set[Key]:
+    def referrers(self, edge: str, target: Key) -> Set[Key]:
         self.edges.add((edge, target))
         return self._store.referrers(edge, target)
 

@@ -48,6 +48,8 @@ class ControllerTracker:
         self._by_namespace: dict[str, set[Key]] = defaultdict(set)
         self._pods: dict[Key, set[Key]] = defaultdict(set)
         self._states: dict[Key, ControllerState] = {}
+        self._visible: tuple[frozenset[str], list[ControllerState]] | None = None
+        """visible()'s answer and the blindness it was made for, until a verdict changes."""
         self._dirty: set[Key] = set()
         self._stale: frozenset[str] = frozenset()
         self.due = Deadlines()
@@ -131,8 +133,13 @@ class ControllerTracker:
     # -- Verdicts ------------------------------------------------------------------------------
 
     def visible(self) -> list[ControllerState]:
-        """The verdicts, in key order, of the controllers whose workload kind is visible."""
-        return [state for key, state in sorted(self._states.items()) if self._store.visible(key.kind)]
+        """The verdicts, in key order, of the controllers whose workload kind is visible (read on
+        every evaluation: kept until a verdict or the blindness changes; not to be changed)."""
+        blind, kept = self._store.blind, self._visible
+        if kept is None or kept[0] is not blind:
+            states = [state for key, state in sorted(self._states.items()) if key.kind not in blind]
+            kept = self._visible = (blind, states)
+        return kept[1]
 
     def refresh(self, now: datetime, *, reject: Reject) -> tuple[bool, list[tuple[str, str]]]:
         """Judge the marked controllers again: whether a verdict changed in a way correlation
@@ -158,11 +165,13 @@ class ControllerTracker:
             if state is None:
                 if self._states.pop(key, None) is not None:
                     significant = True
+                    self._visible = None
                 self.due.schedule(key, None)
                 continue
             if _significant(self._states.get(key), state):
                 significant = True
             self._states[key] = state
+            self._visible = None
             self.due.schedule(key, state.deadline)
         claims = Claims(self._config.controllers, self.visible())
         changed = [
