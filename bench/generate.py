@@ -113,6 +113,9 @@ class Churn:
     writes: int = 0
     failures: int = 0
     broken_pods: set[tuple[str, str]] = field(default_factory=set)
+    probed: set[tuple[str, str]] = field(default_factory=set)
+    """Pods a detection probe broke and waits on: churn leaves them alone (flipping one back to
+    healthy before its finding was served made the probe wait in vain)."""
     reconciling: set[tuple[str, str]] = field(default_factory=set)
     steps: dict[str, int] = field(default_factory=dict)
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
@@ -167,6 +170,8 @@ class Churn:
 
     async def flip_pod(self) -> None:
         namespace, name = self.rng.choice(self.pods)
+        if (namespace, name) in self.probed:
+            return
         await self.set_pod(namespace, name, broken=(namespace, name) not in self.broken_pods)
 
     async def flip_reconciling(self) -> None:

@@ -161,6 +161,7 @@ async def detection(session: aiohttp.ClientSession, base: str, churn: Churn) -> 
         opened = asyncio.Event()
         watcher = asyncio.create_task(watch_one_pod(churn, namespace, pod, opened))
         await asyncio.wait_for(opened.wait(), 30)
+        churn.probed.add((namespace, pod))
         sent, accepted = await churn.set_pod(namespace, pod, broken=True)
         marker = f'name="{pod}"'.encode()
         while True:
@@ -186,6 +187,7 @@ async def detection(session: aiohttp.ClientSession, base: str, churn: Churn) -> 
         timings["api_sent"].append(found - sent)
         timings["after_watch"].append(found - delivered)
         await churn.set_pod(namespace, pod, broken=False)
+        churn.probed.discard((namespace, pod))
         await asyncio.sleep(0.3)
     names = {
         "accept": "patch_answered",
