@@ -191,11 +191,11 @@ class Rig:
 
     def notifications_about(self, ns: str, root: Alert) -> list[tuple[str, dict[str, Any]]]:
         """(receiver, payload) of every webhook notification carrying an alert of that root."""
-        about = {"root_kind": root.kind, "root_namespace": ns, "root_name": root.name}
+        about = {"root_kind": root.kind, "root_namespace": root.namespace_in(ns), "root_name": root.name}
         return [
             (receiver, payload)
             for receiver, payload in list(self.stack.webhook.notifications)
-            if any(about.items() <= a["labels"].items() for a in payload["alerts"])
+            if any(all(a["labels"].get(k, "") == v for k, v in about.items()) for a in payload["alerts"])
         ]
 
     # -- Explaining failures ------------------------------------------------------------------

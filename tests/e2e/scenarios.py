@@ -5,10 +5,14 @@ enacts step by step (imported, not copied). The tofu-controller incident follows
 examples/tofu-controller-down: a Kustomization deploys the Terraforms and waits for them, and
 an app Kustomization dependsOn it, so the blast radius has every kind of symptom. The policy
 incident is a Kustomization whose dry-run a Kyverno policy denies (PolicyDenied, its
-ReconcileFailed a symptom), which also feeds the dashboard's policy panel. The prune incident
+ReconcileFailed a symptom); Kyverno's background scan also reports the running Deployment
+failing that policy, which feeds the dashboard's denied and violations panels. The prune incident
 is a Terraform its Kustomization's new inventory no longer lists, left in place (PruneOrphan).
 In the writers incident two field managers PUT the same Kustomization in turn
-(ConflictingWriters, its own root), which feeds the dashboard's writers panel.
+(ConflictingWriters, its own root), which feeds the dashboard's writers panel. In the CRD
+incident one Kustomization's inventory starts listing the Terraform CRD while tofu-controller
+was deployed by another (CRDOwnershipRisk, about a cluster-scoped object), which feeds the
+dashboard's CRD panels.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from tests.app.test_incidents import (
     stuck_reconciling,
 )
 from tests.app.test_incidents import tofu_setup as tofu_and_terraforms
-from tests.kube.objects import API, ago, cond, deployment_status, flux, ready, stamp, waiting
+from tests.kube.objects import API, ago, cond, deployment, deployment_status, flux, ready, stamp, waiting
 from tests.kubeclient import Kube
 
 Obj = dict[str, Any]
@@ -47,10 +51,18 @@ class Alert:
     alertname: str
     kind: str
     name: str
+    cluster_scoped: bool = False
+    """About an object of no namespace (a CRD): its alert has none, whatever the incident's."""
+
+    def namespace_in(self, namespace: str) -> str:
+        """The object's namespace label when the incident runs in `namespace`."""
+        return "" if self.cluster_scoped else namespace
 
     def matches(self, labels: dict[str, str], namespace: str) -> bool:
-        wanted = {"alertname": self.alertname, "kind": self.kind, "namespace": namespace, "name": self.name}
-        return wanted.items() <= labels.items()
+        """A label with no value is no label: a cluster-scoped object's alert has no namespace."""
+        wanted = {"alertname": self.alertname, "kind": self.kind, "name": self.name}
+        where = labels.get("namespace", "")
+        return wanted.items() <= labels.items() and where == self.namespace_in(namespace)
 
     def __str__(self) -> str:
         return f"{self.alertname} {self.kind}/{self.name}"
@@ -250,10 +262,33 @@ def _dry_run_denied(ns: str) -> str:
     )
 
 
+def _audited(ns: str) -> list[Obj]:
+    """The running Deployment web, which Kustomization apps applied, and Kyverno's background
+    scan report failing it on the policy that denies its update (wgpolicyk8s.io/v1alpha2)."""
+    web = _owned(deployment(ns, "web") | {"status": deployment_status(1)}, "apps")
+    report = {
+        "apiVersion": "wgpolicyk8s.io/v1alpha2",
+        "kind": "PolicyReport",
+        "metadata": {"name": "web", "namespace": ns},
+        "scope": {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": ns, "name": "web"},
+        "summary": {"pass": 0, "fail": 1, "warn": 0, "error": 0, "skip": 0},
+        "results": [
+            {
+                "source": "kyverno",
+                "policy": "disallow-privilege-escalation",
+                "rule": "autogen-privilege-escalation",
+                "result": "fail",
+                "severity": "medium",
+            }
+        ],
+    }
+    return [web, report]
+
+
 def policy_denied_dry_run(ns: str) -> Incident:
     """Another stack's Kyverno policy denies what the Kustomization applies, at every retry."""
     return Incident(
-        setup=stuck_reconciling().setup,
+        setup=lambda ns: [*stuck_reconciling().setup(ns), *_audited(ns)],
         acts=[
             patch(
                 "Kustomization",
@@ -356,6 +391,41 @@ def conflicting_writers(ns: str) -> Incident:
     )
 
 
+TERRAFORM_CRD = "terraforms.infra.contrib.fluxcd.io"
+
+
+def crd_ownership_risk(ns: str) -> Incident:
+    """Kustomization platform starts installing the Terraform CRD (its inventory lists it), while
+    tofu-controller, which reconciles Terraforms, was deployed by Kustomization tofu: pruning
+    platform, or it no longer building the CRD, would delete every Terraform."""
+
+    def setup(ns: str) -> list[Obj]:
+        controller = [obj for obj in tofu_and_terraforms(ns) if obj["kind"] in ("Deployment", "Pod")]
+        _owned(controller[0], "tofu")
+        return [
+            *controller,
+            flux("Kustomization", ns, "tofu", status=ready(lastAppliedRevision=REV_A)),
+            flux("Kustomization", ns, "platform", status=ready(lastAppliedRevision=REV_A)),
+        ]
+
+    crd_entry = {"id": f"_{TERRAFORM_CRD}_apiextensions.k8s.io_CustomResourceDefinition", "v": "v1"}
+    return Incident(
+        setup=setup,
+        acts=[
+            patch(
+                "Kustomization",
+                "platform",
+                ready(lastAppliedRevision=REV_A, inventory={"entries": [crd_entry]}),
+            )
+        ],
+        root=Alert(
+            "StalewatchCRDOwnershipRisk", "CustomResourceDefinition", TERRAFORM_CRD, cluster_scoped=True
+        ),
+        receiver="chat",
+        summary=f"CustomResourceDefinition {TERRAFORM_CRD} is installed by one stack and needed by another",
+    )
+
+
 INCIDENTS: dict[str, Callable[[str], Incident]] = {
     "tofu-controller-image-pull-backoff": tofu_controller_down,
     "reconciling-left-true-on-a-live-controller": reconciling_left_true,
@@ -363,5 +433,6 @@ INCIDENTS: dict[str, Callable[[str], Incident]] = {
     "policy-denied-dry-run": policy_denied_dry_run,
     "prune-orphan-left-behind": prune_orphan,
     "conflicting-writers": conflicting_writers,
+    "crd-ownership-risk": crd_ownership_risk,
 }
 """Built when enacted, so every timestamp in them is of the test's own time."""

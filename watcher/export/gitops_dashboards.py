@@ -180,6 +180,52 @@ def overview() -> dashboard.Dashboard:
         )
         .with_panel(
             table_panel(
+                "Policy violations by stack",
+                "sum by (engine, policy, result, stack_kind, stack_namespace, stack_name)"
+                f' (stalewatch_policy_violations{{{CLUSTER},stack_namespace=~"$namespace"}})',
+                description="What policy audits report (Gatekeeper constraints' status, policy reports),"
+                " per policy and the stack that installed the objects; unattributed: no stack owns them,"
+                " or the audit counts more than it lists. A backlog for the stack's team, not a page:"
+                " no alert.",
+                rename={
+                    "engine": "Engine",
+                    "policy": "Policy",
+                    "result": "Result",
+                    "stack_kind": "Stack kind",
+                    "stack_namespace": "Stack namespace",
+                    "stack_name": "Stack",
+                    "Value": "Violations",
+                },
+            )
+        )
+        .with_panel(
+            table_panel(
+                "CRDs another stack's removal would delete",
+                f"stalewatch_crd_ownership_risk{{{CLUSTER}}}",
+                description="CRDs installed by one release or Kustomization while a controller another"
+                " stack deployed reconciles their objects (CRDOwnershipRisk): removing or upgrading"
+                " the installer deletes the CRD and every object of its kind. Cluster-scoped: the"
+                " namespace filter does not apply.",
+                rename={
+                    "crd": "CRD",
+                    "installer": "Installed by",
+                    "controller": "Controller",
+                    "controller_installer": "Controller deployed by",
+                },
+                width=16,
+            )
+        )
+        .with_panel(
+            table_panel(
+                "Objects each CRD at risk would take with it",
+                f"stalewatch_crd_ownership_risk_objects{{{CLUSTER}}}",
+                description="Custom resources of each CRD at risk, which the API server deletes with it.",
+                rename={"crd": "CRD", "Value": "Objects"},
+                width=8,
+            )
+        )
+        .with_panel(
+            table_panel(
                 "Time since last change",
                 f"sort(time() - stalewatch_object_last_transition_timestamp_seconds{{{SCOPE}}})",
                 description="Since each object's Ready condition last changed, most recent first.",
