@@ -13,6 +13,7 @@ the fight's last write is judged every write of the lone one has been judged too
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -105,3 +106,25 @@ async def _fights(service: Service) -> dict[str, dict[str, Any]]:
     finding itself is there from the fourth, the threshold)."""
     found = fights(await service.findings())
     return found if "storefront" in found and found["storefront"]["evidence"]["flips"] == 5 else {}
+
+
+async def test_a_conflict_watch_kind_no_crd_serves_is_named_in_a_warning_not_passed_over(
+    control_plane: ControlPlane, kube: Kube, namespace: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A typo (EdgeGateways for EdgeGateway) would leave the kind unwatched without a word, and
+    ConflictingWriters silent about it."""
+    settings = settings_for(
+        control_plane.kubeconfig,
+        include_namespaces=[namespace],
+        conflict_watch_kinds=["EdgeGateways.edge.acme.io"],
+    )
+    caplog.set_level(logging.WARNING, logger="stalewatch")
+    async with stalewatch_running(settings):
+
+        def warned() -> list[Any]:
+            return [
+                r for r in caplog.records if r.getMessage().startswith("conflict_watch_kinds names kinds")
+            ]
+
+        [record] = await poll(warned, within=20, what="a warning naming the unserved kind")
+    assert record.stalewatch_fields["kinds"] == ["EdgeGateways.edge.acme.io"]  # type: ignore[attr-defined]

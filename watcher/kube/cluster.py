@@ -59,6 +59,8 @@ class ClusterWatcher:
         self._controllers = tuple(controllers)
         self._extra = frozenset(extra_kinds)
         """(group, kind) watched although no controller reconciles them (conflict_watch_kinds)."""
+        self._unserved: frozenset[tuple[str, str]] = frozenset()
+        """The `_extra` kinds no CRD serves, as last logged."""
         self._keep = keep_namespace
         self._options = options or WatchOptions()
         self._running: dict[KindKey, tuple[Reflector, asyncio.Task[None]]] = {}
@@ -140,6 +142,18 @@ class ClusterWatcher:
         listed = {name for _, name in keys}
         for name in sorted(self._custom.keys() - listed):
             self._reconcile_crd(name, None)
+        self._say_unserved()
+
+    def _say_unserved(self) -> None:
+        """Once every CRD is listed: name the conflict_watch_kinds no CRD serves (a typo, or a CRD
+        not installed yet), which are then not watched, instead of saying nothing of them."""
+        unserved = frozenset(k for k in self._extra if k not in self._running)
+        if unserved and unserved != self._unserved:
+            log.warning(
+                "conflict_watch_kinds names kinds no CRD serves: not watched until one does",
+                extra=fields(kinds=sorted(f"{kind}.{group}" for group, kind in unserved)),
+            )
+        self._unserved = unserved
 
     def notify(self) -> None:
         self._sink.notify()
@@ -192,6 +206,7 @@ class ClusterWatcher:
             if key not in self._running:
                 self._discovered[key] = resource
                 self._start(resource, self._sink)
+        self._say_unserved()
 
     # -- Reachability ----------------------------------------------------------------------
 
