@@ -16,7 +16,8 @@ root_name naming the root cause it belongs to. A root finding names ITSELF there
 (with root="true"), so Alertmanager can inhibit a symptom alert while its root alert
 fires with a plain `equal: [cluster, root_kind, root_namespace, root_name]`.
 
-Each family is declared once below (families.py writes its text and its samples from that).
+Each family is declared once below (families.py writes its text and its samples from that); what
+a family about findings or policy violations shows of them is read in finding_rows.py.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.registry import CollectorRegistry
@@ -32,13 +33,24 @@ from prometheus_client.registry import CollectorRegistry
 from watcher.export.families import Family, Gauge, Rendered, StateSet, Values, render_whole
 from watcher.export.families import render as render  # what /metrics calls
 from watcher.export.families import text_format as text_format
+from watcher.export.finding_rows import (
+    OBJECT_LABELS,
+    Rooted,
+    at_risk,
+    denied,
+    fights,
+    orphaned,
+    risked_objects,
+    rooted,
+    violation_labels,
+    violations,
+    where,
+)
 from watcher.model.compliance import StackViolations
 from watcher.model.types import (
     CONTROLLER_DOWN_REASONS,
     ControllerHealth,
     Evaluation,
-    Finding,
-    FindingType,
     ObjectHealth,
     RevisionInfo,
     Status,
@@ -53,7 +65,6 @@ STATUSES: tuple[str, ...] = tuple(str(s) for s in Status)
 DOWN_REASONS: tuple[str, ...] = tuple(str(r) for r in CONTROLLER_DOWN_REASONS)
 """The fixed states of stalewatch_controller_down_reason; a fixed set keeps the series count bounded."""
 
-OBJECT_LABELS = ("kind", "namespace", "name")
 CONTROLLER_LABELS = ("namespace", "name", "kind")
 FINDING_LABELS = (
     "type",
@@ -67,15 +78,6 @@ FINDING_LABELS = (
 )
 
 
-class _Rooted(NamedTuple):
-    """A finding with its label values, the root it belongs to resolved across the findings."""
-
-    values: Values
-    since: float | None
-
-
-_where: Callable[[Subject], Values] = itemgetter(*OBJECT_LABELS)
-"""A subject's kind, namespace and name (an itemgetter: this runs for every series of every object)."""
 _controller: Callable[[Subject], Values] = itemgetter(*CONTROLLER_LABELS)
 
 
@@ -92,116 +94,12 @@ class _Group:
     prepare: Callable[[Sequence[Any]], list[Any]] = list
 
 
-def _rooted(findings: Sequence[Finding]) -> list[_Rooted]:
-    """Each finding with its label values; a group built whole, as roots are found across the list."""
-    by_id = {f.id: f for f in findings}
-    rooted = []
-    for finding in findings:
-        root = _root_of(finding, by_id)
-        values = (
-            str(finding.type),
-            str(finding.severity),
-            *_where(finding.subject),
-            "true" if finding.is_root else "false",
-            *((str(root.type), *_where(root.subject)) if root else ("", "", "", "")),
-        )
-        rooted.append(_Rooted(values, None if finding.since is None else finding.since.timestamp()))
-    return rooted
-
-
-def _root_of(finding: Finding, by_id: dict[str, Finding]) -> Finding | None:
-    """Follows root_cause links to the finding that has none; None if the chain breaks or loops."""
-    current = finding
-    visited: set[str] = set()
-    while current.root_cause is not None:
-        if current.id in visited or current.root_cause not in by_id:
-            return None
-        visited.add(current.id)
-        current = by_id[current.root_cause]
-    return current
-
-
-def _denied(findings: Sequence[Finding]) -> list[Values]:
-    """(engine, policy, kind, namespace, name) per policy of each PolicyDenied: which policy
-    blocks which trying object, so a dashboard can group by policy (and engine)."""
-    return [
-        (f.evidence["engine"], policy, *_where(f.subject))
-        for f in findings
-        if f.type is FindingType.POLICY_DENIED
-        for policy in f.evidence["policies"]
-    ]
-
-
-def _at_risk(findings: Sequence[Finding]) -> list[Values]:
-    """(crd, installer, controller, controller_installer) per installer and controller at risk of
-    each CRDOwnershipRisk: which release's removal takes which other stack's controller down. A CRD
-    two installers claim with no foreign controller has one series per installer, controller ""."""
-    return [
-        (f.subject["name"], installer, controller["name"], controller["deployed_by"] or "")
-        for f in findings
-        if f.type is FindingType.CRD_OWNERSHIP_RISK
-        for installer in f.evidence["installed_by"]
-        for controller in f.evidence["controllers"] or [{"name": "", "deployed_by": None}]
-    ]
-
-
-def _risked_objects(findings: Sequence[Finding]) -> list[tuple[str, int]]:
-    """(crd, objects) per CRDOwnershipRisk whose instances could be counted."""
-    return [
-        (f.subject["name"], f.evidence["objects"])
-        for f in findings
-        if f.type is FindingType.CRD_OWNERSHIP_RISK and f.evidence["objects"] is not None
-    ]
-
-
-def _orphaned(findings: Sequence[Finding]) -> list[tuple[Values, float]]:
-    """(namespace, name, reason) of each Kustomization with PruneOrphan findings, and how many:
-    what each stack left behind, by why (a fixed set, prune.py)."""
-    counts: dict[Values, int] = {}
-    for f in findings:
-        if f.type is FindingType.PRUNE_ORPHAN:
-            _, namespace, name = f.evidence["kustomization"].split("/", 2)
-            key = (namespace, name, f.evidence["reason"])
-            counts[key] = counts.get(key, 0) + 1
-    return [(key, float(count)) for key, count in sorted(counts.items())]
-
-
-UNATTRIBUTED = "unattributed"
-"""stack_kind of the violations no stack owns (and those an audit counts but does not list);
-stack_namespace and stack_name are then empty. No Kubernetes kind is spelled in lower case."""
-
-
-def _violations(e: Evaluation) -> Sequence[StackViolations]:
-    return e.compliance.violations if e.compliance is not None else ()
-
-
-def _violation_labels(row: StackViolations) -> Values:
-    stack = (row.stack.kind, row.stack.namespace, row.stack.name) if row.stack else (UNATTRIBUTED, "", "")
-    policy = row.policy
-    return (policy.engine, policy.kind, policy.name, row.action, row.result, *stack)
-
-
-MAX_MANAGERS = 8
-"""Managers exposed per ConflictingWriters finding (a label value each)."""
-
-
-def _fights(findings: Sequence[Finding]) -> list[tuple[Values, float]]:
-    """((manager, kind, namespace, name), flips in the window) per manager of each
-    ConflictingWriters: which writers fight over which object, and how often."""
-    return [
-        ((manager, *_where(f.subject)), float(f.evidence["flips"]))
-        for f in findings
-        if f.type is FindingType.CONFLICTING_WRITERS
-        for manager in f.evidence["managers"][:MAX_MANAGERS]
-    ]
-
-
 def _unique(items: Iterable[_Keyed]) -> list[_Keyed]:
     """First one wins: two series with the same labels would make Prometheus drop samples."""
     seen: set[Values] = set()
     kept: list[_Keyed] = []
     for item in items:
-        key = _where(item.subject)
+        key = where(item.subject)
         if key not in seen:
             seen.add(key)
             kept.append(item)
@@ -213,21 +111,21 @@ GROUPS: tuple[_Group, ...] = (
         "findings",
         lambda e: e.findings,
         (
-            Gauge[_Rooted](
+            Gauge[Rooted](
                 "stalewatch_finding",
                 "1 per active finding. root_* name the root cause it belongs to; a root finding "
                 '(root="true") names itself there.',
                 FINDING_LABELS,
                 of=lambda f: (f.values, 1.0),
             ),
-            Gauge[_Rooted](
+            Gauge[Rooted](
                 "stalewatch_finding_since_timestamp_seconds",
                 "Unix time since when the finding's condition has held (omitted when unknown).",
                 ("type", *OBJECT_LABELS),
                 of=lambda f: None if f.since is None else ((f.values[0], *f.values[2:5]), f.since),
             ),
         ),
-        prepare=_rooted,
+        prepare=rooted,
     ),
     _Group(
         "policies",
@@ -241,7 +139,7 @@ GROUPS: tuple[_Group, ...] = (
                 of=lambda row: (row, 1.0),
             ),
         ),
-        prepare=_denied,
+        prepare=denied,
     ),
     _Group(
         "crd_risks",
@@ -256,7 +154,7 @@ GROUPS: tuple[_Group, ...] = (
                 of=lambda row: (row, 1.0),
             ),
         ),
-        prepare=_at_risk,
+        prepare=at_risk,
     ),
     _Group(
         "crd_risk_objects",
@@ -269,7 +167,7 @@ GROUPS: tuple[_Group, ...] = (
                 of=lambda row: ((row[0],), float(row[1])),
             ),
         ),
-        prepare=_risked_objects,
+        prepare=risked_objects,
     ),
     _Group(
         "orphans",
@@ -284,11 +182,11 @@ GROUPS: tuple[_Group, ...] = (
                 of=lambda row: row,
             ),
         ),
-        prepare=_orphaned,
+        prepare=orphaned,
     ),
     _Group(
         "compliance",
-        _violations,
+        violations,
         (
             Gauge[StackViolations](
                 "stalewatch_policy_violations",
@@ -306,7 +204,7 @@ GROUPS: tuple[_Group, ...] = (
                     "stack_namespace",
                     "stack_name",
                 ),
-                of=lambda row: (_violation_labels(row), float(row.count)),
+                of=lambda row: (violation_labels(row), float(row.count)),
             ),
         ),
     ),
@@ -322,7 +220,7 @@ GROUPS: tuple[_Group, ...] = (
                 of=lambda row: row,
             ),
         ),
-        prepare=_fights,
+        prepare=fights,
     ),
     _Group(
         "objects",
@@ -333,20 +231,20 @@ GROUPS: tuple[_Group, ...] = (
                 "kstatus of a GitOps object as a StateSet: 1 for its current status, 0 for the others.",
                 (*OBJECT_LABELS, "status"),
                 states=STATUSES,
-                of=lambda o: (_where(o.subject), str(o.status)),
+                of=lambda o: (where(o.subject), str(o.status)),
             ),
             Gauge[ObjectHealth](
                 "stalewatch_object_stale",
                 "1 when the object's controller is down, so its status is a cached report, not a live one.",
                 OBJECT_LABELS,
-                of=lambda o: (_where(o.subject), float(o.stale)),
+                of=lambda o: (where(o.subject), float(o.stale)),
             ),
             Gauge[ObjectHealth](
                 "stalewatch_object_last_transition_timestamp_seconds",
                 "Unix time of the object's Ready condition lastTransitionTime.",
                 OBJECT_LABELS,
                 of=lambda o: (
-                    None if o.last_transition is None else (_where(o.subject), o.last_transition.timestamp())
+                    None if o.last_transition is None else (where(o.subject), o.last_transition.timestamp())
                 ),
             ),
         ),
@@ -387,7 +285,7 @@ GROUPS: tuple[_Group, ...] = (
                 "stalewatch_revision_info",
                 "1 per GitOps object with a source: the source's revision versus the revision it applied.",
                 (*OBJECT_LABELS, "source", "revision", "applied_revision"),
-                of=lambda r: ((*_where(r.subject), r.source, r.revision, r.applied_revision), 1.0),
+                of=lambda r: ((*where(r.subject), r.source, r.revision, r.applied_revision), 1.0),
             ),
         ),
         per_item=True,

@@ -9,174 +9,40 @@ generated from this table, so neither can miss a field the other keeps:
   * fastpath/shapes.py turns it into msgspec Structs that decode exactly these fields (the
     limits become the types' constraints) plus the few steps a type cannot say (interning,
     timestamps parsed, lists cut or kept by type, annotations kept by prefix).
-The model of this is config.py, which builds its settings from the Thresholds dataclass.
+The model of this is config.py, which builds its settings from the Thresholds dataclass. The
+node types and the blocks every kind shares (conditions, metadata) are in schema_nodes.py, the
+policy engines' kinds in policy_schema.py; kind_schema() below finds every kind's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
-from watcher.model.kinds import GATEKEEPER_GROUP, KYVERNO_GROUP, POLICY_REPORT_GROUP, SOURCE_GROUP
-from watcher.model.objects import MAX_DURATION_SECONDS
-from watcher.model.types import RejectReason
-
-MESSAGE_LIMIT = 1024
-"""Condition and Event messages beyond this are cut (Flux messages can be tens of KiB)."""
-INT64 = 2**63
-
-
-@dataclass(frozen=True, eq=False)
-class Str:
-    """A string; "" reads as absent unless strict. Longer than `limit` is cut (malformed if strict)."""
-
-    limit: int | None = None
-    strict: bool = False
-    intern: bool = False
-
-
-@dataclass(frozen=True, eq=False)
-class Int:
-    """An integer in [-limit, limit); beyond is rejected (the field dropped, the object marked)."""
-
-    strict: bool = False
-    limit: int = INT64
-    reason: RejectReason = RejectReason.INTEGER_OUT_OF_RANGE
-
-
-@dataclass(frozen=True, eq=False)
-class Bool:
-    """A boolean (an integer is not one)."""
-
-
-@dataclass(frozen=True, eq=False)
-class Time:
-    """An RFC3339 timestamp, kept as written; unparseable is dropped, out of UTC range rejected."""
-
-
-@dataclass(frozen=True, eq=False)
-class Labels:
-    """A str->str map; entries with other values are dropped; more than `limit` kept is malformed.
-    `keep`: only keys with one of these prefixes; `value_limit`: values cut (and not interned)."""
-
-    limit: int
-    keep: tuple[str, ...] = ()
-    value_limit: int | None = None
-
-
-@dataclass(frozen=True, eq=False)
-class Obj:
-    """A mapping of known fields (others ignored). `strict`: a non-mapping is malformed (else
-    dropped). `required`: an entry without these is dropped; so is an empty one unless `keep_empty`
-    (an empty mapping can be a marker, e.g. state.running)."""
-
-    fields: Mapping[str, Field]
-    strict: bool = False
-    required: tuple[str, ...] = ()
-    keep_empty: bool = True
-
-
-@dataclass(frozen=True, eq=False)
-class List:
-    """A list of entries. More than `limit` is malformed, or cut when `truncate`. `types`: only
-    entries whose "type" is one of these are read at all (Pod conditions); `unless` (field,
-    value): entries with that value there are not read at all (managedFields entries written
-    through the status subresource)."""
-
-    item: Obj
-    limit: int
-    strict: bool = False
-    truncate: bool = False
-    types: frozenset[str] | None = None
-    unless: tuple[str, str] | None = None
-
-
-@dataclass(frozen=True, eq=False)
-class FieldSet:
-    """A managedFields entry's fieldsV1 trie, kept as the sorted field paths it names, one a line
-    in one string, bounded (fieldsets.py): what ConflictingWriters compares between versions."""
-
-
-Field = Str | Int | Bool | Time | Labels | Obj | List | FieldSet
-
-
-@dataclass(frozen=True, eq=False)
-class Kind:
-    """One kind's metadata and sections; the section named "" is read at the top level (Events)."""
-
-    metadata: Obj
-    sections: Mapping[str, Obj] = field(default_factory=dict)
-
-
-S = Str()
-NAME = Str(253)
-TOKEN = Str(316, intern=True)
-MESSAGE = Str(MESSAGE_LIMIT)
-I = Int()  # noqa: E741 (a type name, as in the tables)
-SECONDS = Int(limit=int(MAX_DURATION_SECONDS), reason=RejectReason.DURATION_OUT_OF_RANGE)
-"""A number of seconds that becomes a timedelta (a Lease's duration, a progress deadline)."""
-GENERATION = Int(strict=True)
-REF = Obj({"apiVersion": TOKEN, "kind": TOKEN, "name": NAME, "namespace": NAME})
-
-KEPT_ANNOTATIONS = (
-    "reconcile.fluxcd.io/",
-    "meta.helm.sh/",
-    "helm.toolkit.fluxcd.io/",
-    "kustomize.toolkit.fluxcd.io/",
-    "deployment.kubernetes.io/revision",
-    "helm.sh/resource-policy",
+from watcher.model.kinds import SOURCE_GROUP
+from watcher.model.policy_schema import GROUP_KINDS, POLICY_KINDS
+from watcher.model.schema_nodes import (
+    CONDITION,
+    CONDITIONS,
+    GENERATION,
+    MESSAGE,
+    METADATA,
+    METADATA_WITHOUT_FIELDS,
+    METADATA_WITHOUT_HISTORY,
+    NAME,
+    REF,
+    SECONDS,
+    TOKEN,
+    Bool,
+    Field,
+    I,
+    Kind,
+    Labels,
+    List,
+    Obj,
+    S,
+    Str,
+    Time,
 )
-"""Annotation prefixes kept; the rest is dropped. A ReplicaSet's revision (its Deployment's rollout
-number) dates and orders image changes (transitions.py); helm.sh/resource-policy: keep spares a CRD
-from its release's removal (crd_risk.py)."""
-
-CONDITION = Obj(
-    {
-        "type": TOKEN,
-        "status": TOKEN,
-        "reason": TOKEN,
-        "message": MESSAGE,
-        "lastTransitionTime": Time(),
-        "lastUpdateTime": Time(),
-        "observedGeneration": I,
-    },
-    strict=True,
-    required=("type", "status"),
-)
-CONDITIONS = List(CONDITION, limit=64, strict=True)
-
-_METADATA_FIELDS: dict[str, Field] = {
-    "name": Str(253, strict=True),
-    "namespace": Str(63, strict=True, intern=True),
-    "generation": GENERATION,
-    "creationTimestamp": Time(),
-    "deletionTimestamp": Time(),
-    "labels": Labels(256),
-    "annotations": Labels(64, keep=KEPT_ANNOTATIONS, value_limit=MESSAGE_LIMIT),
-    "ownerReferences": List(
-        Obj({"apiVersion": TOKEN, "kind": TOKEN, "name": NAME, "controller": Bool()}), limit=32
-    ),
-}
-_WRITE: dict[str, Field] = {"manager": TOKEN, "operation": TOKEN, "subresource": TOKEN, "time": Time()}
-
-
-def _writes(entry: Obj) -> List:
-    """managedFields, but for the entries written through the status subresource: no rule reads
-    those (a spec write is what spec_written_at dates and what ConflictingWriters compares), and
-    every object a controller reports on has one, which the model would keep."""
-    return List(entry, limit=32, truncate=True, unless=("subresource", "status"))
-
-
-METADATA = Obj(
-    {**_METADATA_FIELDS, "managedFields": _writes(Obj({**_WRITE, "fieldsV1": FieldSet()}))}, strict=True
-)
-"""Who wrote when (spec_written_at) and which fields each writer owns (ConflictingWriters: the
-engine hands the field sets to writers.py and keeps the object without them)."""
-METADATA_WITHOUT_FIELDS = Obj({**_METADATA_FIELDS, "managedFields": _writes(Obj(_WRITE))}, strict=True)
-"""Who wrote when, without the field sets: ReplicaSets (written by their Deployment's controller
-alone, and packed by the fast path) and Leases (renewed every few seconds by their holder)."""
-METADATA_WITHOUT_HISTORY = Obj(_METADATA_FIELDS, strict=True)
-"""Pods and Events change constantly and no rule dates their spec writes: no managedFields."""
 
 _CONTAINERS = List(Obj({"name": TOKEN, "image": Str(1024)}), limit=64)
 
@@ -431,105 +297,6 @@ treated as a custom resource (CUSTOM, the GitOps fields). Each
 keeps every field kstatus reads on it (its generic checks and its rule in core.go's table, the
 extensions/ twins of the workloads included); kinds kstatus has a rule for but no row here
 (CronJob, PodDisruptionBudget) read only the generic fields, which the GitOps fields hold."""
-
-
-# -- Policy engines' kinds (kinds.POLICY_FAMILIES), read by compliance.py ------------------------
-
-VIOLATIONS_KEPT = 500
-"""Per constraint. Gatekeeper lists at most --constraint-violations-limit violations (20 unless
-set) and counts them all in totalViolations; what is not listed (here or there) is counted as
-unattributed, never dropped."""
-RESULTS_KEPT = 2000
-"""Per policy report (Kyverno writes one per resource since 1.10; older ones, one per namespace,
-can be long): results beyond this are counted from its summary, unattributed."""
-RESOURCES_KEPT = 16
-_SUBJECT = Obj(
-    {"apiVersion": TOKEN, "kind": TOKEN, "namespace": NAME, "name": NAME}, required=("kind", "name")
-)
-
-_CONSTRAINT = Kind(
-    METADATA,
-    {
-        "spec": Obj({"enforcementAction": TOKEN}),
-        "status": Obj(
-            {
-                "auditTimestamp": Time(),
-                "totalViolations": I,
-                "violations": List(
-                    Obj(
-                        {
-                            "group": TOKEN,
-                            "version": TOKEN,
-                            "kind": TOKEN,
-                            "namespace": NAME,
-                            "name": NAME,
-                            "enforcementAction": TOKEN,
-                        },
-                        required=("kind", "name"),
-                    ),
-                    limit=VIOLATIONS_KEPT,
-                    truncate=True,
-                ),
-            }
-        ),
-    },
-)
-"""A Gatekeeper constraint, whatever its kind (one per ConstraintTemplate): its action and its
-last audit; no messages (they would be most of its size, and no label or rule reads them)."""
-
-_POLICY_REPORT = Kind(
-    METADATA_WITHOUT_HISTORY,
-    {
-        "": Obj(
-            {
-                "scope": _SUBJECT,
-                "summary": Obj(dict.fromkeys(("pass", "fail", "warn", "error", "skip"), I)),
-                "results": List(
-                    Obj(
-                        {
-                            "source": TOKEN,
-                            "policy": Str(317),  # a namespaced Kyverno Policy: "<namespace>/<name>"
-                            "rule": TOKEN,
-                            "result": TOKEN,
-                            "severity": TOKEN,
-                            "resources": List(_SUBJECT, limit=RESOURCES_KEPT, truncate=True),
-                        },
-                        required=("policy",),
-                    ),
-                    limit=RESULTS_KEPT,
-                    truncate=True,
-                ),
-            }
-        )
-    },
-)
-"""A wgpolicyk8s.io/v1alpha2 PolicyReport or ClusterPolicyReport: its fields at the top level.
-Rewritten on every background scan, so no managedFields."""
-
-_KYVERNO_POLICY = Kind(
-    METADATA,
-    {
-        "spec": Obj(
-            {
-                "validationFailureAction": TOKEN,
-                "rules": List(
-                    Obj({"name": TOKEN, "validate": Obj({"failureAction": TOKEN})}), limit=256, truncate=True
-                ),
-            }
-        )
-    },
-)
-"""A Kyverno ClusterPolicy or Policy: what its rules do when they fail (Audit or Enforce, per
-policy before Kyverno 1.13, per rule's validate.failureAction since)."""
-
-POLICY_KINDS: dict[tuple[str, str], Kind] = {
-    (POLICY_REPORT_GROUP, "PolicyReport"): _POLICY_REPORT,
-    (POLICY_REPORT_GROUP, "ClusterPolicyReport"): _POLICY_REPORT,
-    (KYVERNO_GROUP, "ClusterPolicy"): _KYVERNO_POLICY,
-    (KYVERNO_GROUP, "Policy"): _KYVERNO_POLICY,
-}
-GROUP_KINDS: dict[str, Kind] = {GATEKEEPER_GROUP: _CONSTRAINT}
-"""Groups whose every kind is read alike (their kinds known only at runtime)."""
 
 
 def kind_schema(group: str, kind: str) -> Kind:

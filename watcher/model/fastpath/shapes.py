@@ -24,22 +24,10 @@ from typing import Annotated, Any, cast
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
+from watcher.model.checks import compiled
 from watcher.model.fieldsets import read_fields
-from watcher.model.projection import compiled
-from watcher.model.schema import (
-    EVENT_KINDS,
-    EVENTS_V1_RENAMES,
-    Bool,
-    Field,
-    FieldSet,
-    Int,
-    Labels,
-    List,
-    Obj,
-    Str,
-    Time,
-    kind_schema,
-)
+from watcher.model.schema import EVENT_KINDS, EVENTS_V1_RENAMES, kind_schema
+from watcher.model.schema_nodes import Bool, Field, FieldSet, Int, Labels, List, Obj, Str, Time
 
 
 class Unsure(ValueError):
