@@ -17,7 +17,7 @@ import pytest
 
 from tests.app.test_rbac import ALLOWED
 from tests.controlplane.harness import ControlPlane
-from tests.kube.objects import deployment, deployment_status, flux, read_access, ready
+from tests.kube.objects import deployment, deployment_status, flux, policy_report, read_access, ready
 from tests.kube.support import metric, poll, settings_for
 from tests.kube.support import running as stalewatch_running
 from tests.kubeclient import Kube
@@ -59,18 +59,7 @@ async def create_violations(kube: Kube, ns: str) -> str:
             "violations": [listed | {"message": "not allowed", "enforcementAction": "dryrun"}],
         },
     )
-    await kube.create(
-        {
-            "apiVersion": "wgpolicyk8s.io/v1alpha2",
-            "kind": "PolicyReport",
-            "metadata": {"name": "web", "namespace": ns},
-            "scope": {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": ns, "name": "web"},
-            "summary": {"pass": 0, "fail": 1, "warn": 0, "error": 0, "skip": 0},
-            "results": [
-                {"source": "kyverno", "policy": "require-run-as-non-root", "rule": "r", "result": "fail"}
-            ],
-        }
-    )
+    await kube.create(policy_report(ns, "web", policy="require-run-as-non-root", rule="r"))
     return name
 
 

@@ -35,7 +35,18 @@ from tests.app.test_incidents import (
     stuck_reconciling,
 )
 from tests.app.test_incidents import tofu_setup as tofu_and_terraforms
-from tests.kube.objects import API, ago, cond, deployment, deployment_status, flux, ready, stamp, waiting
+from tests.kube.objects import (
+    API,
+    ago,
+    cond,
+    deployment,
+    deployment_status,
+    flux,
+    policy_report,
+    ready,
+    stamp,
+    waiting,
+)
 from tests.kubeclient import Kube
 
 Obj = dict[str, Any]
@@ -266,22 +277,13 @@ def _audited(ns: str) -> list[Obj]:
     """The running Deployment web, which Kustomization apps applied, and Kyverno's background
     scan report failing it on the policy that denies its update (wgpolicyk8s.io/v1alpha2)."""
     web = _owned(deployment(ns, "web") | {"status": deployment_status(1)}, "apps")
-    report = {
-        "apiVersion": "wgpolicyk8s.io/v1alpha2",
-        "kind": "PolicyReport",
-        "metadata": {"name": "web", "namespace": ns},
-        "scope": {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": ns, "name": "web"},
-        "summary": {"pass": 0, "fail": 1, "warn": 0, "error": 0, "skip": 0},
-        "results": [
-            {
-                "source": "kyverno",
-                "policy": "disallow-privilege-escalation",
-                "rule": "autogen-privilege-escalation",
-                "result": "fail",
-                "severity": "medium",
-            }
-        ],
-    }
+    report = policy_report(
+        ns,
+        "web",
+        policy="disallow-privilege-escalation",
+        rule="autogen-privilege-escalation",
+        severity="medium",
+    )
     return [web, report]
 
 

@@ -229,6 +229,19 @@ def crd(group: str, kind: str, plural: str, *, scope: str = "Namespaced") -> Obj
     }
 
 
+def policy_report(namespace: str, deployment: str, *, policy: str, **result: str) -> Obj:
+    """Kyverno's per-resource wgpolicyk8s.io/v1alpha2 PolicyReport on one Deployment, failing one
+    rule of `policy` (`result`: the result's other fields, e.g. rule, severity)."""
+    return {
+        "apiVersion": "wgpolicyk8s.io/v1alpha2",
+        "kind": "PolicyReport",
+        "metadata": {"name": deployment, "namespace": namespace},
+        "scope": {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": namespace, "name": deployment},
+        "summary": {"pass": 0, "fail": 1, "warn": 0, "error": 0, "skip": 0},
+        "results": [{"source": "kyverno", "policy": policy, "result": "fail", **result}],
+    }
+
+
 def read_access(namespace: str, name: str, read: dict[str, list[str]]) -> list[Obj]:
     """A ServiceAccount bound to a ClusterRole that may read `read` (group -> resources)."""
     rules = [{"apiGroups": [g], "resources": r, "verbs": ["get", "list", "watch"]} for g, r in read.items()]
