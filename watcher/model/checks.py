@@ -23,6 +23,8 @@ from watcher.model.types import RejectReason
 
 VALUE_LIMIT = 120
 """A rejected value is quoted up to this many characters."""
+OUT_OF_RANGE = "is out of range"
+"""The problem of a value of the right type outside its bounds (the others say what it is not)."""
 
 
 class Drop(ValueError):
@@ -59,7 +61,7 @@ class Rejected(Located):
     """A lenient field was wrong: drop it and say so. `entry`: how many of the innermost steps
     name the entry that goes with it (0: only the field goes)."""
 
-    def __init__(self, reason: RejectReason, value: Any, problem: str = "is out of range") -> None:
+    def __init__(self, reason: RejectReason, value: Any, problem: str = OUT_OF_RANGE) -> None:
         super().__init__(problem)
         self.reason = reason
         self.entry = 0

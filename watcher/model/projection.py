@@ -38,7 +38,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from watcher.model.checks import TAKEN_OUT, Check, Malformed, Rejected, compiled
-from watcher.model.checks import VALUE_LIMIT as VALUE_LIMIT
 from watcher.model.schema import EVENTS_V1_RENAMES, kind_schema
 from watcher.model.schema_nodes import MESSAGE_LIMIT as MESSAGE_LIMIT
 from watcher.model.types import RejectReason

@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from watcher.model.checks import OUT_OF_RANGE, VALUE_LIMIT
 from watcher.model.objects import describe, subject_of
-from watcher.model.projection import REJECTED, VALUE_LIMIT
+from watcher.model.projection import REJECTED
 from watcher.model.types import Rejection, RejectReason, Subject
 
 
@@ -41,8 +42,8 @@ def dropped_fields(obj: Mapping[str, Any]) -> list[Rejection]:
 def _wrong(mark: Mapping[str, str]) -> str:
     """What was wrong with one field, e.g. "spec.replicas 1e+20 is out of range (IntegerOutOfRange)"
     or "status.inventory.entries is not a list (WrongType, written: web)"."""
-    problem = mark.get("problem", "is out of range")
-    if problem == "is out of range":
+    problem = mark["problem"]
+    if problem == OUT_OF_RANGE:
         return f"{mark['field']} {mark['value']} {problem} ({mark['reason']})"
     return f"{mark['field']} {problem} ({mark['reason']}, written: {mark['value']})"
 
