@@ -353,3 +353,28 @@ def test_writes_through_the_status_subresource_are_not_kept_and_the_spec_writes_
 
     assert project(raw)["metadata"]["managedFields"] == [spec_write | {"fieldsV1": "spec.interval"}]
 
+
+def test_every_wrong_entry_of_a_long_list_is_rejected_in_one_reading() -> None:
+    raw = kustomization("apps")
+    good = [{"id": f"apps_web{i}_apps_Deployment", "v": "v1"} for i in range(20_000)]
+    raw["status"]["inventory"] = {"entries": [*good, {"id": 1}, {"id": "apps_db_apps_Deployment"}, {"id": 2}]}
+
+    projected = project(raw)
+
+    assert [m["field"] for m in projected["rejected"]] == [
+        "status.inventory.entries[20000].id",
+        "status.inventory.entries[20002].id",
+    ]
+    assert len(projected["status"]["inventory"]["entries"]) == 20_001
+
+
+def test_a_list_with_more_wrong_entries_than_anyone_writes_is_malformed_by_name() -> None:
+    raw = kustomization("apps")
+    raw["status"]["inventory"] = {"entries": [{"id": i} for i in range(100_000)]}
+
+    with pytest.raises(MalformedObject) as raised:
+        project(raw)
+
+    assert str(raised.value) == (
+        "Kustomization flux-system/apps: status.inventory.entries has more than 256 wrong values"
+    )

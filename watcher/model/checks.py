@@ -3,9 +3,11 @@
 projection.py says what happens to a wrong value and why (its module docstring); this module is
 how: each node type of schema_nodes.py compiles into a function that validates one value and
 returns what to keep, or raises Drop (nothing to keep: null, "", an empty entry), Rejected (a
-lenient field was wrong: projection.py takes it out and says so) or Malformed (a strict one was:
-the whole object is unusable). The fast path (fastpath/shapes.py) calls some of these checks
-too; all three are ValueErrors, on which it steps aside to the slow path.
+lenient field was wrong), Partial (a container read through: what it kept, and every Rejected
+inside it, which projection.py reports) or Malformed (a strict field was wrong: the whole object
+is unusable). One pass finds every wrong value, whatever the object's size. The fast path
+(fastpath/shapes.py) calls some of these checks too; all are ValueErrors, on which it steps
+aside to the slow path.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from watcher.model.types import RejectReason
 
 VALUE_LIMIT = 120
 """A rejected value is quoted up to this many characters."""
+MAX_REJECTED = 256
+"""More wrong values than this in one object section is malformed (a list stops reading at once)."""
 OUT_OF_RANGE = "is out of range"
 """The problem of a value of the right type outside its bounds (the others say what it is not)."""
 
@@ -58,15 +62,34 @@ class Malformed(Located):
 
 
 class Rejected(Located):
-    """A lenient field was wrong: drop it and say so. `entry`: how many of the innermost steps
-    name the entry that goes with it (0: only the field goes)."""
+    """A lenient field was wrong: drop it and say so."""
 
     def __init__(self, reason: RejectReason, value: Any, problem: str = OUT_OF_RANGE) -> None:
         super().__init__(problem)
         self.reason = reason
-        self.entry = 0
         text = value.isoformat() if isinstance(value, datetime) else value
         self.value = (text if isinstance(text, str) else _written(text))[:VALUE_LIMIT]
+
+
+class Partial(ValueError):
+    """A container read through with wrong values in it: what it kept (None: it goes too, an
+    entry whose required field was wrong) and each Rejected, its path from here."""
+
+    def __init__(self, kept: Any, rejected: list[Rejected]) -> None:
+        super().__init__(f"{len(rejected)} wrong values")
+        self.kept, self.rejected = kept, rejected
+
+
+def _found(error: Rejected | Partial, step: Any, into: list[Rejected]) -> Any:
+    """Collect the wrong values of one field or entry (at `step`); what of it is kept, or None."""
+    if isinstance(error, Rejected):
+        error.path.append(step)
+        into.append(error)
+        return None
+    for rejected in error.rejected:
+        rejected.path.append(step)
+    into.extend(error.rejected)
+    return error.kept
 
 
 def _written(value: Any) -> str:
@@ -190,7 +213,8 @@ def _labels(node: Labels) -> Check:
         }
         if len(kept) > limit:
             raise Malformed(f"has {len(kept)} entries (more than {limit})")
-        if len(kept) < len(value):  # rare: find a bad entry among those read
+        found: list[Rejected] = []
+        if len(kept) < len(value):  # rare: find the bad entries among those read
             for key, item in value.items():
                 if not isinstance(key, str):
                     rejected = Rejected(RejectReason.WRONG_TYPE, key, "is a key that is not a string")
@@ -198,8 +222,9 @@ def _labels(node: Labels) -> Check:
                     rejected = Rejected(RejectReason.WRONG_TYPE, item, "is not a string")
                 else:
                     continue
-                rejected.path.append(key)
-                raise rejected
+                _found(rejected, key, found)
+        if found:
+            raise Partial(kept, found)
         return kept
 
     return check
@@ -226,6 +251,7 @@ def _obj(node: Obj) -> Check:
                 raise Drop
             _reject(strict, "is not an object", value)
         out: dict[str, Any] = {}
+        found: list[Rejected] = []
         for name, item in value.items():
             field = fields.get(name)
             if field is None or item is None:
@@ -234,16 +260,21 @@ def _obj(node: Obj) -> Check:
                 out[name] = field(item)
             except Drop:
                 continue
+            except (Rejected, Partial) as error:
+                kept = _found(error, name, found)
+                if kept is not None:
+                    out[name] = kept
+                elif name in required:  # the entry cannot do without it: both go, under its name
+                    raise Partial(None, found) from None
             except Located as error:
                 error.path.append(name)
-                if name in required and isinstance(error, Rejected):
-                    error.entry = len(error.path)  # the entry cannot do without it: both go
                 raise
-        for name in required:
-            if name not in out:
-                raise Drop
-        if not out and not keep_empty:
+        if any(name not in out for name in required) or (not out and not keep_empty):
+            if found:
+                raise Partial(None, found)
             raise Drop
+        if found:
+            raise Partial(out, found)
         return out
 
     return check
@@ -274,16 +305,23 @@ def _list(node: List) -> Check:
                 raise Malformed(f"has {len(entries)} entries (more than {limit})")
             entries = entries[:limit]
         out = []
+        found: list[Rejected] = []
         for index, entry in entries if filtered else enumerate(entries):
-            if entry is TAKEN_OUT:
-                continue
             try:
                 out.append(item(entry))
             except Drop:
                 continue
+            except (Rejected, Partial) as error:
+                kept = _found(error, f"[{index}]", found)
+                if kept is not None:
+                    out.append(kept)
+                if len(found) > MAX_REJECTED:  # 100,000 wrong entries cost no more than 257
+                    raise Malformed(f"has more than {MAX_REJECTED} wrong values") from None
             except Located as error:
                 error.path.append(f"[{index}]")
                 raise
+        if found:
+            raise Partial(out, found)
         return out
 
     return check
@@ -309,6 +347,3 @@ def compiled(node: Field) -> Check:
         known = _COMPILED[id(node)] = (node, _COMPILERS[type(node)](node))
     return known[1]
 
-
-TAKEN_OUT = object()
-"""A list entry _without() took out (a list check skips it; the indexes of the rest stay as written)."""

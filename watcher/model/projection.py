@@ -34,16 +34,14 @@ events.k8s.io/v1 Events are projected under their core/v1 field names.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-from watcher.model.checks import TAKEN_OUT, Check, Malformed, Rejected, compiled
+from watcher.model.checks import MAX_REJECTED, Check, Malformed, Partial, Rejected, compiled
 from watcher.model.schema import EVENTS_V1_RENAMES, kind_schema
 from watcher.model.schema_nodes import MESSAGE_LIMIT as MESSAGE_LIMIT
 from watcher.model.types import RejectReason
 
-MAX_REJECTED = 256
-"""More wrong values than this in one object section is malformed."""
 REJECTED = "rejected"
 """The projection's key for its rejected fields (no Kubernetes object has one at top level)."""
 
@@ -107,47 +105,30 @@ def _project(
 def _section(check: Check, value: Any, name: str, rejected: list[dict[str, str]]) -> dict[str, Any]:
     """A top-level section: absent or not an object means empty (strictness is per field).
 
-    A rejected value (and its entry, when the entry cannot do without it) is taken out of (a
-    copy of) the section, which is checked again without it: rare, so the usual object pays
-    nothing for it."""
+    Read once: every wrong value in it comes back in one Partial with what was kept."""
     if value is None:
         return {}
     if type(value) is not dict and not isinstance(value, Mapping):
         if name:  # a `status` that is a string or a list: nothing in it can be read
             rejected.append(_mark(name, Rejected(RejectReason.WRONG_TYPE, value, "is not an object")))
         return {}
-    for _ in range(MAX_REJECTED):
-        try:
-            section: dict[str, Any] = check(value)
-            return section
-        except Rejected as error:
-            steps = error.steps()
+    try:
+        section: dict[str, Any] = check(value)
+        return section
+    except Partial as partial:
+        if len(partial.rejected) > MAX_REJECTED:
+            too_many = Malformed(f"has more than {MAX_REJECTED} wrong values")
+            too_many.path.append(name)
+            raise too_many from None
+        for error in partial.rejected:
             rejected.append(_mark(f"{name}.{error.where()}" if name else error.where(), error))
-            value = _without(value, steps[: len(steps) - error.entry])
-        except Malformed as error:
-            if name:
-                error.path.append(name)
-            raise
-    too_many = Malformed(f"has more than {MAX_REJECTED} wrong values")
-    too_many.path.append(name)
-    raise too_many
+        kept: dict[str, Any] = partial.kept or {}
+        return kept
+    except Malformed as error:
+        if name:
+            error.path.append(name)
+        raise
 
 
 def _mark(field: str, error: Rejected) -> dict[str, str]:
     return {"field": field, "reason": str(error.reason), "value": error.value, "problem": error.problem}
-
-
-def _without(value: Any, steps: Sequence[Any]) -> Any:
-    """A copy of `value` without the field at `steps` (the containers on the way are copied)."""
-    step, rest = steps[0], steps[1:]
-    if isinstance(value, list):
-        items = list(value)
-        index = int(step[1:-1])
-        items[index] = _without(items[index], rest) if rest else TAKEN_OUT
-        return items
-    fields = dict(value)
-    if rest:
-        fields[step] = _without(fields[step], rest)
-    else:
-        del fields[step]
-    return fields
