@@ -29,7 +29,8 @@ from tests.model.builders import (
     lease,
     pod,
 )
-from watcher.model.fastpath import Decoded, Unreadable, fast_path
+from watcher.model.decoded import Decoded, Unreadable
+from watcher.model.fastpath import fast_path
 from watcher.model.projection import MESSAGE_LIMIT, MalformedObject, project
 
 Obj = dict[str, Any]

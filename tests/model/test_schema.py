@@ -23,7 +23,8 @@ import yaml
 
 from tests.model import builders as b
 from tests.model.test_fastpath import EXAMPLES, Obj, decoded_outcome, outcome, slow, watch_line
-from watcher.model.fastpath import Decoded, fast_path
+from watcher.model.decoded import Decoded
+from watcher.model.fastpath import fast_path
 from watcher.model.kinds import GATEKEEPER_GROUP
 from watcher.model.schema import CUSTOM, EVENTS_V1_RENAMES, GROUP_KINDS, KINDS, kind_schema
 from watcher.model.schema_nodes import Bool, Field, FieldSet, Int, Kind, Labels, List, Str, Time

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from watcher.kube.resources import Resource
 from watcher.logs import fields, get_logger
-from watcher.model.fastpath import ObjectKey
+from watcher.model.decoded import ObjectKey
 from watcher.model.quarantine import unreadable
 from watcher.model.types import Rejection, Subject
 from watcher.telemetry import KindStats

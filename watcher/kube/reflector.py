@@ -35,7 +35,8 @@ from watcher.kube.link import SAID_BY_LINK, Link
 from watcher.kube.request import Forbidden, Gone, Interrupted, Retry, open_request, watch_error
 from watcher.kube.resources import Resource
 from watcher.logs import fields, get_logger
-from watcher.model.fastpath import ObjectKey, Unreadable, fast_path, metadata_of
+from watcher.model.decoded import ObjectKey, Unreadable, metadata_of
+from watcher.model.fastpath import fast_path
 from watcher.telemetry import KindStats, Telemetry
 from watcher.tracing import tracer
 

@@ -5,7 +5,7 @@ fed every object once, so the two give the same findings by construction; the li
 model differs only in what it can remember (a CRD that disappeared: CRDRemoved, removals.py; a
 Kustomization that did, leaving what it applied: PruneOrphan, prune.py; an object's earlier
 versions: ConflictingWriters, writers.py, which `evaluate()` reads too when given several versions
-of one object, oldest first).
+of one object, oldest first). Those rules across objects are fed through cluster_rules.py.
 
 Incremental design (an event must not cost O(cluster)):
   * per object, its local candidates, ObjectHealth and RevisionInfo are cached and
@@ -34,17 +34,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from watcher.model.compliance import Compliance
+from watcher.model.cluster_rules import ClusterRules
 from watcher.model.context import Ctx
 from watcher.model.correlate import Correlation, Correlator
-from watcher.model.crd_risk import CRDRisks
 from watcher.model.deadlines import Deadlines
 from watcher.model.graph import Edge, Packed, Recorder, Snapshot, Store
 from watcher.model.kinds import TRACKED, Track, key_of_kind
 from watcher.model.objects import Key, key_of, subject_of
-from watcher.model.prune import KUSTOMIZATION, PruneOrphans
-from watcher.model.quarantine import dropped_fields, rule_failed
-from watcher.model.removals import Removals
+from watcher.model.quarantine import SetAside, Step, dropped_fields, rule_failed
 from watcher.model.rows import object_health, revision_info
 from watcher.model.rules import local_findings
 from watcher.model.satellites import Filed, Satellites
@@ -55,11 +52,9 @@ from watcher.model.types import (
     Finding,
     ModelConfig,
     ObjectHealth,
-    Rejection,
     RevisionInfo,
 )
 from watcher.model.workloads import timed_by
-from watcher.model.writers import Writers
 
 _POD = key_of_kind(Track.POD)
 
@@ -91,13 +86,7 @@ class HealthModel:
         self._correlation = Correlation([])
         self._dirty: set[Key] = set()
         self._controllers = ControllerTracker(self._config, self._store)
-        self._removals = Removals(self._config, self._store, self._controllers.running)
-        self._risks = CRDRisks(self._config, self._store)
-        self._orphans = PruneOrphans(self._config, self._store)
-        self._compliance = Compliance(self._store)
-        self._blindness_changed = False
-        """Every policy object is read again (compliance.py): a kind's objects came or went from view."""
-        self._writers = Writers(self._config)
+        self._rules = ClusterRules(self._config, self._store, running=self._controllers.running)
         self._objects_due = Deadlines()
         self._health: SortedTable[Key, ObjectHealth] = SortedTable()
         self._revisions: SortedTable[Key, RevisionInfo] = SortedTable()
@@ -111,10 +100,7 @@ class HealthModel:
         self._reads: Recorder | None = None
         self._correlator = Correlator()
         self._pods = functools.partial(self._store.in_namespace, *_POD)
-        self._rejections: dict[tuple[Key, str], list[Rejection]] = {}
-        """Per object and step ("u" taking it in, "o" its rules, "c" its controller verdict)."""
-        self._rejected: list[Rejection] | None = []
-        """The rejections in object order, None when they changed since."""
+        self._set_aside = SetAside()
         self.generation = 0
         """Counts the evaluations that changed something: a reader of the objects (a page's
         stacks) keeps what it built from them until it moves."""
@@ -132,33 +118,20 @@ class HealthModel:
         try:
             old, edges = self._store.put(obj, key=key)
             if obj["metadata"].get("managedFields"):  # the field sets are replaced by their hashes here
-                self._writers.observe(key, obj, old, now=now)
+                self._rules.observe(key, obj, old, now=now)
             self._touch(key, old, obj, edges, now=now)
         except Exception as error:  # the bookkeeping of one object must not stop the others'
-            self._reject(key, "u", [rule_failed(subject_of(obj), error, what="taking it in")])
+            failed = rule_failed(subject_of(obj), error, what="taking it in")
+            self._set_aside.record(key, Step.INTAKE, [failed])
             self._dirty.add(key)
             return
-        if self._rejections:
-            self._reject(key, "u", [])
+        if self._set_aside:
+            self._set_aside.record(key, Step.INTAKE, [])
 
     def stored(self, key: Key) -> Mapping[str, Any] | None:
         """The version of an object the model holds, blind or not: what an upsert replaces
         (the timeline compares the two, transitions.py)."""
         return self._store.raw(key)
-
-    def _reject(self, key: Key, step: str, rejections: list[Rejection]) -> None:
-        """Record what `step` set aside of this object (nothing: forget what it did before)."""
-        if rejections:
-            if self._rejections.get((key, step)) != rejections:
-                self._rejections[key, step] = rejections
-                self._rejected = None
-        elif self._rejections.pop((key, step), None) is not None:
-            self._rejected = None
-
-    def _rejected_now(self) -> list[Rejection]:
-        if self._rejected is None:
-            self._rejected = [r for _, found in sorted(self._rejections.items()) for r in found]
-        return self._rejected
 
     def _put_packed(self, packed: Packed) -> bool:
         """Keep what the decoder packed (see fastpath) without judging it: a healthy Pod has no
@@ -180,13 +153,9 @@ class HealthModel:
     def delete(self, obj: Mapping[str, Any], *, now: datetime) -> None:
         """An object was deleted; only its apiVersion, kind and metadata are read."""
         key = key_of(obj)
-        self._writers.forget(key)
         old, edges = self._store.remove(key)
+        self._rules.deleted(key, old, gitops=self._controllers.claims.is_gitops(key.group, key.kind), now=now)
         if old is not None:
-            if self._controllers.claims.is_gitops(key.group, key.kind):
-                self._removals.deleted(key, old, now=now)
-            if (key.group, key.kind) == KUSTOMIZATION:
-                self._orphans.deleted(key)
             self._touch(key, old, None, edges, now=now)
 
     def replace(
@@ -234,13 +203,12 @@ class HealthModel:
         if not changed:
             return
         self._store.blind = blind
-        self._blindness_changed = True
         self._correlator.clear()
         for group, kind in self._store.kinds():
             if kind in changed:
                 self._dirty.update(self._store.raw_of_kind(group, kind))
         self._controllers.judge_all_again()
-        self._orphans.judge_all_again()
+        self._rules.blindness_changed()
         self._changed = self._recheck = True
 
     def _touch(
@@ -270,7 +238,7 @@ class HealthModel:
             self._controllers.lease_changed(key.namespace)
         else:
             crd = new if new is not None else old
-            if crd is not None and self._removals.track(key, crd, deleted=new is None, now=now):
+            if crd is not None and self._rules.crd_changed(key, crd, deleted=new is None, now=now):
                 self._recheck = True
 
     def _mark(self, key: Key, edges: set[Edge]) -> None:
@@ -289,9 +257,7 @@ class HealthModel:
     def _pop_due(self, now: datetime) -> None:
         objects = self._objects_due.pop_due(now)
         controllers = self._controllers.pop_due(now)
-        removals = self._removals.pop_due(now)
-        orphans = self._orphans.pop_due(now)
-        if objects or controllers or removals or orphans or self._writers.due(now):
+        if self._rules.pop_due(now) or objects or controllers:
             self._changed = self._recheck = True
             self._dirty.update(objects)
 
@@ -314,15 +280,7 @@ class HealthModel:
             self._store.pack(key)
         controllers = self._controllers.visible()
         touched, edges = self._touched, self._touched_edges
-        if self._risks.refresh(touched, edges, controllers=controllers, everything=self._recheck):
-            self._recheck = True
-        if self._orphans.refresh(touched, now=now):
-            self._recheck = True
-        self._compliance.refresh(touched, everything=self._blindness_changed)
-        self._blindness_changed = False
-        if self._compliance.take_moved():
-            self._recheck = True  # a PolicyDenied may name a constraint that came or went
-        if self._writers.due(now) and self._writers.refresh(now):
+        if self._rules.refresh(touched, edges, controllers=controllers, everything=self._recheck, now=now):
             self._recheck = True
         owners_changed = self._correlator.forget(touched, edges)
         if self._last is None or owners_changed or self._must_correlate():
@@ -332,14 +290,11 @@ class HealthModel:
                 candidates,
                 view=reads,
                 controllers=controllers,
-                removals=self._removals.findings()
-                + self._risks.findings()
-                + self._orphans.findings()
-                + self._writers.findings(),
+                removals=self._rules.findings(),
                 config=self._config,
                 now=now,
                 satellites=self._satellites.candidates,
-                policies=self._compliance.policy_objects,
+                policies=self._rules.policy_objects,
             )
             self._reads = reads
             findings = self._satellites.merged(self._correlation)
@@ -356,8 +311,8 @@ class HealthModel:
             objects=self._health.values(),
             controllers=[s.health for s in controllers],
             revisions=self._revisions.values(),
-            rejected=self._rejected_now(),
-            compliance=self._compliance.report,
+            rejected=self._set_aside.listed(),
+            compliance=self._rules.report,
         )
         self._changed = False
         return self._last
@@ -373,11 +328,8 @@ class HealthModel:
             self._reads.edges
         )
 
-    def _reject_verdict(self, key: Key, rejections: list[Rejection]) -> None:
-        self._reject(key, "c", rejections)
-
     def _refresh_controllers(self, now: datetime) -> None:
-        significant, kinds = self._controllers.refresh(now, reject=self._reject_verdict)
+        significant, kinds = self._controllers.refresh(now, reject=self._set_aside.verdict)
         if significant:
             self._recheck = True
         for group, kind in kinds:
@@ -394,7 +346,7 @@ class HealthModel:
             self._objects_due.schedule(key, None)
             self._health.set(key, None)
             self._revisions.set(key, None)
-            self._reject(key, "o", [])
+            self._set_aside.record(key, Step.RULES, [])
             return
         ctx = Ctx(now, self._config, self._store.get, self._pods)
         claim = self._controllers.claims.claim(key.group, key.kind) if gitops else None
@@ -407,7 +359,7 @@ class HealthModel:
             findings, health, revision = [], None, None
             ctx.pending.clear()
             rejected.append(rule_failed(subject_of(obj), error, what="a rule"))
-        self._reject(key, "o", rejected)
+        self._set_aside.record(key, Step.RULES, rejected)
         deadline = min(ctx.pending, default=None)
         previous = self._local.get(key)
         if findings != (previous.findings if previous is not None else []):

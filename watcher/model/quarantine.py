@@ -11,11 +11,12 @@ judgement with one try, not each field. And an object project() refuses whole
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
 from typing import Any
 
 from watcher.model.checks import OUT_OF_RANGE, VALUE_LIMIT
-from watcher.model.objects import describe, subject_of
+from watcher.model.objects import Key, describe, subject_of
 from watcher.model.projection import REJECTED
 from watcher.model.types import Rejection, RejectReason, Subject
 
@@ -74,3 +75,43 @@ def unreadable(subject: Subject, problem: str) -> Rejection:
         evaluated=False,
         message=f"{what}: not evaluated, it could not be read ({detail})",
     )
+
+
+class Step(enum.StrEnum):
+    """The guarded steps of one object's judgement (their values order an object's rejections)."""
+
+    INTAKE = "u"
+    """Taking it in (the Store's bookkeeping, its writers)."""
+    RULES = "o"
+    """Its rules and rows."""
+    VERDICT = "c"
+    """Its controller's verdict, when it is a controller's workload."""
+
+
+class SetAside:
+    """What each step set aside of each object, listed in object order (Evaluation.rejected)."""
+
+    def __init__(self) -> None:
+        self._by: dict[tuple[Key, Step], list[Rejection]] = {}
+        self._listed: list[Rejection] | None = []
+        """The rejections in object order; None when they changed since."""
+
+    def __bool__(self) -> bool:
+        return bool(self._by)
+
+    def record(self, key: Key, step: Step, rejections: list[Rejection]) -> None:
+        """What `step` set aside of this object now (nothing: forget what it did before)."""
+        if rejections:
+            if self._by.get((key, step)) != rejections:
+                self._by[key, step] = rejections
+                self._listed = None
+        elif self._by.pop((key, step), None) is not None:
+            self._listed = None
+
+    def verdict(self, key: Key, rejections: list[Rejection]) -> None:
+        self.record(key, Step.VERDICT, rejections)
+
+    def listed(self) -> list[Rejection]:
+        if self._listed is None:
+            self._listed = [r for _, found in sorted(self._by.items()) for r in found]
+        return self._listed

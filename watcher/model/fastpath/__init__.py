@@ -17,60 +17,18 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Mapping
-from typing import Any, Generic, Literal, NamedTuple, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 import msgspec
 import orjson
 from msgspec import UNSET, Struct
 
+from watcher.model.decoded import Decoded, Malformed, ObjectKey, Page, Unreadable, metadata_of
 from watcher.model.fastpath.shapes import Unsure, kind_shape
 from watcher.model.graph import Packed, pack
 from watcher.model.objects import Key
 from watcher.model.projection import project_or_problem
 from watcher.model.schema import EVENT_KINDS
-
-ObjectKey = tuple[str, str]
-"""(namespace, name) within one kind."""
-
-
-class Decoded(Struct, gc=False):
-    """One watch event, decoded and projected (a Struct: built per event, and a NamedTuple's
-    constructor is a Python function)."""
-
-    type: str
-    """ADDED, MODIFIED, DELETED or BOOKMARK (ERROR always takes the slow path)."""
-    resource_version: str
-    key: ObjectKey
-    """(namespace, name); ("", "") for a BOOKMARK."""
-    object: Mapping[str, Any] | None
-    """The projection, equal to project()'s (a healthy Pod comes Packed); None for a BOOKMARK,
-    an ERROR, or an object that could not be projected."""
-    problem: str = ""
-    """Why the object could not be projected (MalformedObject's message, naming it and the field)."""
-    raw: Mapping[str, Any] | None = None
-    """The object as written, when the slow path read it (an ERROR event's Status, a malformed
-    object, whose uid and resourceVersion say which version was set aside)."""
-
-
-class Malformed(NamedTuple):
-    """A list item that could not be projected, and why."""
-
-    key: ObjectKey
-    problem: str
-    metadata: Mapping[str, Any]
-
-
-class Page(NamedTuple):
-    """One list page: its items projected, and where the list goes on."""
-
-    items: list[tuple[ObjectKey, Mapping[str, Any]]]
-    resource_version: str
-    continue_token: str
-    malformed: tuple[Malformed, ...] = ()
-
-
-class Unreadable(ValueError):
-    """A watch line or list page that is no JSON watch event or list at all."""
 
 
 class _ListMeta(Struct, gc=False):
@@ -221,12 +179,6 @@ def healthy(pod: Any) -> bool:
             if last is not UNSET and last.reason == "OOMKilled":
                 return False
     return True
-
-
-def metadata_of(raw: Any) -> Mapping[str, Any]:
-    """An object's metadata as written ({} when missing or not a mapping)."""
-    meta = raw.get("metadata") if isinstance(raw, dict) else None
-    return meta if isinstance(meta, dict) else {}
 
 
 @functools.cache

@@ -37,35 +37,26 @@ class Unsure(ValueError):
 Step = Callable[[Any], None]
 _STRUCTS: dict[int, tuple[Obj, type[msgspec.Struct], str]] = {}
 """Each schema node's Struct (and its name below), made once: shared nodes, e.g. conditions, share it."""
-_FIELDS: dict[bytes, str | UnsetType] = {}
-"""fieldsV1 sets already walked, by their bytes: a status writer's set is the same in every event
-of an object, and most objects of a kind share theirs, so a walk is mostly a lookup."""
-_FIELDS_LIMIT = 4096
 
 
 def _fields(raw: msgspec.Raw) -> Any:
     """The paths project() keeps of one fieldsV1 (UNSET for null); one it rejects: Unsure."""
-    data = bytes(raw)
-    known = _FIELDS.get(data)
-    if known is None:
-        value = msgspec.json.decode(data)
-        text = read_fields(value)
-        if text is None and value is not None:
-            raise Unsure("fieldsV1 is no field set: project() rejects it")
-        known = UNSET if text is None else text
-        if len(_FIELDS) >= _FIELDS_LIMIT:
-            _FIELDS.clear()
-        _FIELDS[data] = known
-    return known
+    return _walk(bytes(raw))
 
 
-_NS: dict[str, Any] = {
-    "UNSET": UNSET,
-    "_intern": sys.intern,
-    "_time": compiled(Time()),
-    "_Unsure": Unsure,
-    "_fields": _fields,
-}
+@functools.lru_cache(maxsize=4096)
+def _walk(data: bytes) -> str | UnsetType:
+    """Cached by the set's bytes: a status writer's set is the same in every event of an object,
+    and most objects of a kind share theirs, so a walk is mostly a lookup."""
+    value = msgspec.json.decode(data)
+    text = read_fields(value)
+    if text is None and value is not None:
+        raise Unsure("fieldsV1 is no field set: project() rejects it")
+    return UNSET if text is None else text
+
+
+_NS: dict[str, Any] = {"UNSET": UNSET, "_Unsure": Unsure, "_fields": _fields}
+_NS |= {"_intern": sys.intern, "_time": compiled(Time())}
 """What the generated steps see: these, and each Struct, check and type set by name."""
 
 
