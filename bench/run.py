@@ -125,16 +125,19 @@ def has_finding(document: bytes, pod: str) -> bool:
     return False
 
 
-async def watch_one_pod(churn: Churn, namespace: str, pod: str, opened: asyncio.Event) -> float:
+async def watch_one_pod(churn: Churn, namespace: str, pod: str, opened: asyncio.Future[bool]) -> float:
     """When a plain client watching just this Pod sees it change: the API server's own share
-    of the detection latency (PATCH accepted, committed, fanned out to watchers)."""
+    of the detection latency (PATCH accepted, committed, fanned out to watchers). `opened` is
+    set to whether the Pod was ready when the watch began (its first line, ADDED)."""
     query = [("watch", "1"), ("fieldSelector", f"metadata.name={pod}")]
     response = await get(churn.kube.api, f"/api/v1/namespaces/{namespace}/pods", query, limits=NO_TIMEOUT)
     async with response:
         async for line in response.content:
-            if opened.is_set() and b'"MODIFIED"' in line[:40]:
+            if opened.done() and b'"MODIFIED"' in line[:40]:
                 return time.time()
-            opened.set()  # the first line is the Pod as it is now (ADDED)
+            if not opened.done():
+                conditions = orjson.loads(line)["object"].get("status", {}).get("conditions", [])
+                opened.set_result(any(c["type"] == "Ready" and c["status"] == "True" for c in conditions))
     raise RuntimeError(f"watch on Pod {namespace}/{pod} ended early")
 
 
@@ -156,12 +159,20 @@ async def detection(session: aiohttp.ClientSession, base: str, churn: Churn) -> 
         "after_watch": [],
         "metrics": [],
     }
-    for _ in range(PROBES):
+    probes = 0
+    while probes < PROBES:
         namespace, pod = rng.choice([p for p in churn.pods if p not in churn.broken_pods])
-        opened = asyncio.Event()
-        watcher = asyncio.create_task(watch_one_pod(churn, namespace, pod, opened))
-        await asyncio.wait_for(opened.wait(), 30)
         churn.probed.add((namespace, pod))
+        opened: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        watcher = asyncio.create_task(watch_one_pod(churn, namespace, pod, opened))
+        if not await asyncio.wait_for(opened, 30):
+            # A churn write in flight when the Pod was picked broke it first: breaking it again
+            # would change nothing (no watch event, nothing to time). Another Pod is probed.
+            watcher.cancel()
+            await asyncio.gather(watcher, return_exceptions=True)
+            churn.probed.discard((namespace, pod))
+            continue
+        probes += 1
         sent, accepted = await churn.set_pod(namespace, pod, broken=True)
         marker = f'name="{pod}"'.encode()
         while True:
