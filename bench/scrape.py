@@ -25,9 +25,9 @@ from typing import Any
 
 from watcher.export import metrics
 from watcher.export.watcher_metrics import WatcherCollector
+from watcher.model.evaluation import Evaluation
 from watcher.model.types import (
     ControllerHealth,
-    Evaluation,
     Finding,
     FindingType,
     ObjectHealth,

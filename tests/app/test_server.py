@@ -15,8 +15,9 @@ from tests.kube.objects import cond, flux
 from watcher.export.metrics import build_registry
 from watcher.export.watcher_metrics import WatcherCollector
 from watcher.model.engine import evaluate
+from watcher.model.evaluation import Evaluation
 from watcher.model.projection import project
-from watcher.model.types import Evaluation, ModelConfig
+from watcher.model.types import ModelConfig
 from watcher.telemetry import Telemetry
 from watcher.web.server import create_app, parse_listen
 

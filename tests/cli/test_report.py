@@ -9,8 +9,9 @@ import orjson
 import pytest
 
 from watcher.export.report import render_json, render_text
+from watcher.model.evaluation import Evaluation
 from watcher.model.objects import describe
-from watcher.model.types import Evaluation, Finding, FindingType, Severity, Subject
+from watcher.model.types import Finding, FindingType, Severity, Subject
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 

@@ -11,10 +11,10 @@ from datetime import UTC, datetime
 
 from watcher.model.audits import Audit, Policy
 from watcher.model.compliance import ComplianceReport, StackViolations
+from watcher.model.evaluation import Evaluation
 from watcher.model.objects import Key
 from watcher.model.types import (
     ControllerHealth,
-    Evaluation,
     Finding,
     FindingType,
     ObjectHealth,

@@ -26,7 +26,7 @@ from tests.app.test_watcher_metrics import telemetry
 from watcher.export.families import Gauge, Rendered, StateSet
 from watcher.export.metrics import FAMILIES, ModelCollector, build_registry, render
 from watcher.export.watcher_metrics import WatcherCollector
-from watcher.model.types import Evaluation
+from watcher.model.evaluation import Evaluation
 
 from . import evaluations as ev
 from .test_metrics import chained

@@ -21,7 +21,8 @@ from watcher.export.metrics import (
     render,
     text_format,
 )
-from watcher.model.types import ControllerHealth, Evaluation, FindingType
+from watcher.model.evaluation import Evaluation
+from watcher.model.types import ControllerHealth, FindingType
 
 from . import evaluations as ev
 

@@ -19,8 +19,9 @@ from tests.kube.objects import cond, deployment, flux, lease, pod, waiting
 from tests.kube.support import poll
 from watcher.kube.live import LiveModel, Pacing
 from watcher.kube.resources import Resource
+from watcher.model.evaluation import Evaluation
 from watcher.model.projection import project
-from watcher.model.types import Evaluation, ModelConfig
+from watcher.model.types import ModelConfig
 from watcher.telemetry import Telemetry
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

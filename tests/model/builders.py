@@ -12,8 +12,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from watcher.model.engine import evaluate
+from watcher.model.evaluation import Evaluation
 from watcher.model.projection import project
-from watcher.model.types import Evaluation, Finding, ModelConfig
+from watcher.model.types import Finding, ModelConfig
 
 NOW = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
 MIN = timedelta(minutes=1)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from watcher.model.evaluation import Evaluation
 from watcher.model.types import (
     ControllerHealth,
-    Evaluation,
     Finding,
     FindingType,
     ObjectHealth,

@@ -11,7 +11,7 @@ import aiohttp
 import orjson
 
 from watcher.generations import Generations
-from watcher.model.types import Evaluation
+from watcher.model.evaluation import Evaluation
 
 
 @dataclass

@@ -29,7 +29,7 @@ from tests.web.cluster import incident as stack_incident
 from tests.web.conftest import Watched
 from tests.web.incident import HOSTILE, incident
 from watcher.export.metrics import build_registry
-from watcher.model.types import Evaluation
+from watcher.model.evaluation import Evaluation
 from watcher.telemetry import Telemetry
 from watcher.web.freshness import SCRIPT
 from watcher.web.page import SECURITY_HEADERS

@@ -21,8 +21,9 @@ from tests.model.builders import (
     terraform,
 )
 from tests.web.dom import Node, parse
+from watcher.model.evaluation import Evaluation
 from watcher.model.timeline import Change, Entry, Snapshot
-from watcher.model.types import Evaluation, Subject
+from watcher.model.types import Subject
 from watcher.web.changes import MAX_RECENT
 from watcher.web.page import PageState, render_page
 from watcher.web.query import Query

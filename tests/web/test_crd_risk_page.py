@@ -11,7 +11,8 @@ import pytest
 from tests.model.builders import NOW, controller, crd, flux, run, terraform
 from tests.web.dom import Node, parse
 from tests.web.incident import HOSTILE
-from watcher.model.types import Evaluation, FindingType
+from watcher.model.evaluation import Evaluation
+from watcher.model.types import FindingType
 from watcher.web.page import PageState, render_page
 from watcher.web.query import Query
 

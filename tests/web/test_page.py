@@ -23,7 +23,8 @@ from tests.web.incident import (
     incident,
     subject,
 )
-from watcher.model.types import Evaluation, FindingType, Severity
+from watcher.model.evaluation import Evaluation
+from watcher.model.types import FindingType, Severity
 from watcher.web.freshness import SCRIPT_HASH
 from watcher.web.page import MAX_AFFECTED, MAX_ROWS, SECURITY_HEADERS, PageState, render_page
 from watcher.web.query import Query

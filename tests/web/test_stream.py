@@ -25,7 +25,8 @@ from tests.web.dom import parse
 from tests.web.incident import HOSTILE, NOW, incident
 from tests.web.sse import Board, next_event, next_named
 from tests.web.test_browser import live_telemetry
-from watcher.model.types import Evaluation, ObjectHealth, Status
+from watcher.model.evaluation import Evaluation
+from watcher.model.types import ObjectHealth, Status
 from watcher.telemetry import Telemetry
 from watcher.web.page import PageState as State
 from watcher.web.parts import Part

@@ -14,7 +14,8 @@ from typing import NamedTuple
 
 from watcher.export.families import Values
 from watcher.model.compliance import StackViolations
-from watcher.model.types import Evaluation, Finding, FindingType, Subject
+from watcher.model.evaluation import Evaluation
+from watcher.model.types import Finding, FindingType, Subject
 
 OBJECT_LABELS = ("kind", "namespace", "name")
 

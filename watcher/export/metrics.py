@@ -47,10 +47,10 @@ from watcher.export.finding_rows import (
     where,
 )
 from watcher.model.compliance import StackViolations
+from watcher.model.evaluation import Evaluation
 from watcher.model.types import (
     CONTROLLER_DOWN_REASONS,
     ControllerHealth,
-    Evaluation,
     ObjectHealth,
     RevisionInfo,
     Status,

@@ -17,8 +17,9 @@ from typing import Any
 import orjson
 
 from watcher.export import compliance
+from watcher.model.evaluation import Evaluation
 from watcher.model.objects import describe, format_age
-from watcher.model.types import Evaluation, Finding, FindingType, Rejection, Severity, Subject, rfc3339
+from watcher.model.types import Finding, FindingType, Rejection, Severity, Subject, rfc3339
 from watcher.terminal import lines_of, printable
 
 SubjectKey = tuple[str, str, str]

@@ -36,9 +36,10 @@ from watcher.generations import Generations
 from watcher.kube.resources import Resource
 from watcher.logs import fields, get_logger
 from watcher.model.engine import HealthModel
+from watcher.model.evaluation import Evaluation
 from watcher.model.timeline import Timeline
 from watcher.model.transitions import Transitions
-from watcher.model.types import Evaluation, ModelConfig, Rejection
+from watcher.model.types import ModelConfig, Rejection
 from watcher.telemetry import Telemetry
 from watcher.tracing import tracer
 

@@ -18,13 +18,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
 
+from watcher.model.evaluation import Evaluation
 from watcher.model.flux import source_key
 from watcher.model.graph import View
 from watcher.model.kinds import APPLIERS
 from watcher.model.objects import Key, describe, text
 from watcher.model.subtree import Asked, ObjectState, State, Tree, cached, subject_key, walk
 from watcher.model.targets import Target
-from watcher.model.types import Evaluation, Finding, FindingType, rfc3339
+from watcher.model.types import Finding, FindingType, rfc3339
 
 
 class Outcome(StrEnum):

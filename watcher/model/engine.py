@@ -38,6 +38,7 @@ from watcher.model.cluster_rules import ClusterRules
 from watcher.model.context import Ctx
 from watcher.model.correlate import Correlation, Correlator
 from watcher.model.deadlines import Deadlines
+from watcher.model.evaluation import Evaluation
 from watcher.model.graph import Edge, Packed, Recorder, Snapshot, Store
 from watcher.model.kinds import TRACKED, Track, key_of_kind
 from watcher.model.objects import Key, key_of, subject_of
@@ -47,13 +48,7 @@ from watcher.model.rules import local_findings
 from watcher.model.satellites import Filed, Satellites
 from watcher.model.table import SortedTable
 from watcher.model.tracking import ControllerTracker
-from watcher.model.types import (
-    Evaluation,
-    Finding,
-    ModelConfig,
-    ObjectHealth,
-    RevisionInfo,
-)
+from watcher.model.types import Finding, ModelConfig, ObjectHealth, RevisionInfo
 from watcher.model.workloads import timed_by
 
 _POD = key_of_kind(Track.POD)

@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from watcher.model.compliance import StackViolations
+from watcher.model.evaluation import Evaluation
 from watcher.model.flux import inventory, release_keys
 from watcher.model.graph import release_of
 from watcher.model.kinds import HELM_GROUP, KINDS, KUSTOMIZE_GROUP
@@ -30,7 +31,6 @@ from watcher.model.revisions import same_revision
 from watcher.model.row_verdicts import RANK, Facts, Verdict, judge_row
 from watcher.model.types import (
     ControllerHealth,
-    Evaluation,
     Finding,
     FindingType,
     ObjectHealth,

@@ -25,12 +25,13 @@ from datetime import datetime
 from typing import Any
 
 from watcher.model.controllers import is_gitops, reconciles
+from watcher.model.evaluation import Evaluation
 from watcher.model.flux import applied_revision
 from watcher.model.kinds import APPLIERS
 from watcher.model.objects import Key, condition, describe, dig, key_of, subject_of
 from watcher.model.revisions import same_revision, short
 from watcher.model.timeline import Change, Entry
-from watcher.model.types import ControllerHealth, ControllerSpec, Evaluation, Finding, Subject
+from watcher.model.types import ControllerHealth, ControllerSpec, Finding, Subject
 
 REVISION_ANNOTATION = "deployment.kubernetes.io/revision"
 MESSAGE_LIMIT = 240

@@ -2,7 +2,8 @@
 
 These are the contract between the pure model (which produces them) and the
 watcher, exporters, web view and CLI (which consume them). Objects going *in* are
-plain dicts shaped like Kubernetes JSON; what comes *out* is defined here.
+plain dicts shaped like Kubernetes JSON; what comes *out* is defined here, and gathered
+per evaluation in evaluation.py.
 """
 
 from __future__ import annotations
@@ -11,10 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, TypedDict
-
-if TYPE_CHECKING:
-    from watcher.model.compliance import ComplianceReport
+from typing import Any, TypedDict
 
 
 class Subject(TypedDict):
@@ -336,22 +334,3 @@ class Rejection:
             "evaluated": self.evaluated,
             "message": self.message,
         }
-
-
-@dataclass(frozen=True, slots=True)
-class Evaluation:
-    """Everything the renderers need, computed once per change."""
-
-    now: datetime
-    findings: list[Finding]
-    objects: list[ObjectHealth]
-    controllers: list[ControllerHealth]
-    revisions: list[RevisionInfo]
-    rejected: list[Rejection] = field(default_factory=list)
-    """Objects set aside in whole or in part, in object order (see Rejection)."""
-    compliance: ComplianceReport | None = None
-    """Policy violations per stack (compliance.py); the same object until it changes."""
-
-    @property
-    def roots(self) -> list[Finding]:
-        return [f for f in self.findings if f.is_root]

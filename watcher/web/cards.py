@@ -24,9 +24,10 @@ from watcher.export.report import (
     summary_line,
     symptom_tags,
 )
+from watcher.model.evaluation import Evaluation
 from watcher.model.objects import describe, format_age
 from watcher.model.timeline import Snapshot
-from watcher.model.types import Evaluation, Finding, Rejection, Severity, rfc3339
+from watcher.model.types import Finding, Rejection, Severity, rfc3339
 from watcher.web.changes import preceding_block
 from watcher.web.html import more, part_id, row, since
 from watcher.web.parts import Part

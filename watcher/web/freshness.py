@@ -18,7 +18,7 @@ from html import escape
 from importlib import resources
 from typing import Any
 
-from watcher.model.types import Evaluation
+from watcher.model.evaluation import Evaluation
 
 SCRIPT = resources.files("watcher.web").joinpath("live.js").read_text(encoding="utf-8")
 SCRIPT_HASH = "sha256-" + base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()

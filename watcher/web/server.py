@@ -46,7 +46,7 @@ from prometheus_client.registry import CollectorRegistry
 from watcher.export.metrics import render
 from watcher.export.report import summary
 from watcher.generations import Generations
-from watcher.model.types import Evaluation
+from watcher.model.evaluation import Evaluation
 from watcher.telemetry import Telemetry
 from watcher.web import stream, timeline
 from watcher.web.objects import around_kinds, kind_key, not_found, object_parts, unknown

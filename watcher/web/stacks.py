@@ -21,12 +21,13 @@ from urllib.parse import quote
 
 from watcher.export.report import plural
 from watcher.model.compliance import StackViolations
+from watcher.model.evaluation import Evaluation
 from watcher.model.graph import Snapshot
 from watcher.model.objects import Key, describe
 from watcher.model.revisions import short
 from watcher.model.row_verdicts import Verdict
 from watcher.model.stacks import STACK_KINDS, Forest, Reconciler, Row, Stack, build_forest
-from watcher.model.types import Evaluation, Rejection
+from watcher.model.types import Rejection
 from watcher.web.html import part_id, since
 from watcher.web.parts import Part
 from watcher.web.query import Query, slug

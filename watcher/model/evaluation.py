@@ -1,0 +1,32 @@
+"""What one evaluation hands the renderers: findings, rows, controllers, rejections, compliance.
+
+Its own module, above types.py and compliance.py, because it holds both: the value types stay
+at the bottom of the model, importing nothing of it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from watcher.model.compliance import ComplianceReport
+from watcher.model.types import ControllerHealth, Finding, ObjectHealth, Rejection, RevisionInfo
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """Everything the renderers need, computed once per change."""
+
+    now: datetime
+    findings: list[Finding]
+    objects: list[ObjectHealth]
+    controllers: list[ControllerHealth]
+    revisions: list[RevisionInfo]
+    rejected: list[Rejection] = field(default_factory=list)
+    """Objects set aside in whole or in part, in object order (see Rejection)."""
+    compliance: ComplianceReport | None = None
+    """Policy violations per stack (compliance.py); the same object until it changes."""
+
+    @property
+    def roots(self) -> list[Finding]:
+        return [f for f in self.findings if f.is_root]
