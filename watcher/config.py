@@ -87,7 +87,7 @@ _BUILT_IN_GROUP = ".k8s.io"
 _LISTEN = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[^:\[\]\s]*):(?P<port>\d{1,5})")
 
 
-def parse_duration(value: object) -> timedelta:
+def setting_duration(value: object) -> timedelta:
     """A setting's duration: Go's spelling, as Flux writes its intervals ("90s", "10m", "1h30m",
     read by the model's duration_seconds), or plain seconds; at most Go's longest (MAX_DURATION),
     so every threshold fits any time the model compares."""
@@ -109,7 +109,7 @@ def parse_duration(value: object) -> timedelta:
     return timedelta(seconds=seconds)
 
 
-Duration = Annotated[timedelta, BeforeValidator(parse_duration), PlainSerializer(format_duration)]
+Duration = Annotated[timedelta, BeforeValidator(setting_duration), PlainSerializer(format_duration)]
 
 
 def _split_list(value: object) -> object:

@@ -17,8 +17,8 @@ from watcher.config import (
     ThresholdSettings,
     build_model_config,
     load_settings,
-    parse_duration,
     parse_set_options,
+    setting_duration,
 )
 from watcher.model.objects import format_duration
 from watcher.model.types import (
@@ -63,7 +63,7 @@ def write_config(tmp_path: Path, data: dict[str, Any]) -> Path:
     ],
 )
 def test_durations_parse_like_flux_intervals_or_seconds(value: object, seconds: float) -> None:
-    assert parse_duration(value) == timedelta(seconds=seconds)
+    assert setting_duration(value) == timedelta(seconds=seconds)
 
 
 @pytest.mark.parametrize(
@@ -80,7 +80,7 @@ def test_durations_parse_like_flux_intervals_or_seconds(value: object, seconds: 
 )
 def test_bad_durations_say_which_forms_are_accepted(value: object) -> None:
     with pytest.raises(ValueError, match=r"expected a duration such as 90s, 10m or 1h30m"):
-        parse_duration(value)
+        setting_duration(value)
 
 
 @pytest.mark.parametrize(
@@ -95,7 +95,7 @@ def test_bad_durations_say_which_forms_are_accepted(value: object) -> None:
 )
 def test_durations_print_in_go_spelling_and_read_back(delta: timedelta, text: str) -> None:
     assert format_duration(delta) == text
-    assert parse_duration(text) == delta
+    assert setting_duration(text) == delta
 
 
 def test_threshold_settings_cover_every_model_threshold_with_its_default() -> None:
@@ -134,7 +134,7 @@ def test_settings_precedence_is_flag_then_env_then_file_then_default(
         monkeypatch.setenv("STALEWATCH_THRESHOLDS__REVISION_SKEW", env)
     overrides = parse_set_options([f"thresholds.revision_skew={flag}"] if flag else [])
     settings = load_settings(config_file=config_file, overrides=overrides)
-    assert settings.thresholds.revision_skew == parse_duration(expected)
+    assert settings.thresholds.revision_skew == setting_duration(expected)
 
 
 def test_nested_settings_merge_key_by_key_across_layers(

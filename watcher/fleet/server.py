@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 import orjson
 from aiohttp import web
 
-from watcher.config import parse_duration
+from watcher.config import setting_duration
 from watcher.config_input import shown
 from watcher.fleet.model import Fleet, build
 from watcher.fleet.page import HEADERS, render_fleet
@@ -186,7 +186,7 @@ def duration_flag(flag: str, text: str) -> tuple[float, str]:
     """A duration flag's seconds, spelled as the settings spell durations (watcher.config), and
     its problem ("" when none): more than nothing and less than LONGEST_WAIT."""
     try:
-        value = parse_duration(text)
+        value = setting_duration(text)
     except ValueError as error:
         return 0.0, f"{flag}: {error}"
     if not timedelta(0) < value < LONGEST_WAIT:
