@@ -128,3 +128,62 @@ def test_a_failing_pod_that_recovers_in_packed_form_loses_its_finding_as_evaluat
     live = model.evaluate(NOW)
     assert snapshot(live) == snapshot(evaluate(after, now=NOW, config=AT_ONCE))
     assert not any(f.type is FindingType.WORKLOAD_UNHEALTHY for f in live.findings)
+
+
+def podinfo_replica_set(*, owned: bool) -> Obj:
+    """The crash-looping Pod's ReplicaSet, owned by its Deployment or left orphaned by it
+    (`kubectl delete deployment --cascade=orphan`)."""
+    owners = [
+        {"apiVersion": "apps/v1", "kind": "Deployment", "name": "podinfo", "controller": True, "uid": "d1"}
+    ]
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {
+            "name": "podinfo-7d9f",
+            "namespace": "apps",
+            "uid": "rs1",
+            "resourceVersion": "2" if owned else "3",
+            "ownerReferences": owners if owned else [],
+        },
+        "spec": {"replicas": 1},
+        "status": {"replicas": 1, "readyReplicas": 0},
+    }
+
+
+def test_a_healthy_pod_nothing_found_read_changes_nothing_and_the_evaluation_stays_the_last() -> None:
+    objects = [
+        *(project(o) for o in release_with_crash_looping_pod()),
+        project(podinfo_replica_set(owned=True)),
+    ]
+    model = HealthModel(AT_ONCE)
+    for obj in objects:
+        model.upsert(obj, now=NOW)
+    before, generation = model.evaluate(NOW), model.generation
+    old = pod_object("podinfo-5c6d-old01", "apps", app="podinfo", template_hash="5c6d", created=300 * MIN)
+    restarted = with_status(old, podIP="10.244.1.9")
+    assert type(decoded(restarted)) is Packed
+    model.upsert(decoded(restarted), now=NOW)
+    after = model.evaluate(NOW)
+    assert model.generation == generation
+    assert after.findings is before.findings
+    fresh = [project(restarted) if o["metadata"]["name"] == "podinfo-5c6d-old01" else o for o in objects]
+    assert snapshot(after) == snapshot(evaluate(fresh, now=NOW, config=AT_ONCE))
+
+
+def test_a_replica_set_a_failing_pods_owners_were_read_from_is_correlated_again_when_it_changes() -> None:
+    objects = [
+        *(project(o) for o in release_with_crash_looping_pod()),
+        project(podinfo_replica_set(owned=True)),
+    ]
+    model = HealthModel(AT_ONCE)
+    for obj in objects:
+        model.upsert(obj, now=NOW)
+    before = snapshot(model.evaluate(NOW))
+    orphaned = podinfo_replica_set(owned=False)
+    assert type(decoded(orphaned)) is Packed
+    model.upsert(decoded(orphaned), now=NOW)
+    after = snapshot(model.evaluate(NOW))
+    fresh = [*objects[:-1], project(orphaned)]
+    assert after == snapshot(evaluate(fresh, now=NOW, config=AT_ONCE))
+    assert after != before, "the Pod's workload is now its ReplicaSet, which no release installed"

@@ -86,6 +86,11 @@ class ClusterRules:
             recheck |= self._writers.refresh(now)
         return recheck
 
+    def reads(self, key: Key) -> bool:
+        """Whether a change of `key` alone could change what they find (ConflictingWriters and
+        CRDRemoved follow the objects they are given through observe, deleted and crd_changed)."""
+        return self._risks.reads(key) or self._orphans.reads(key) or self._compliance.reads(key)
+
     def findings(self) -> list[Finding]:
         return (
             self._removals.findings()

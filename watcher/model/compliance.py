@@ -117,6 +117,11 @@ def listed_by(store: Store, wanted: Collection[Key]) -> dict[Key, Key]:
     return found
 
 
+def _is_policy(key: Key) -> bool:
+    """A policy or report object compliance reads itself."""
+    return key.group in READERS and policy_kind(key.group, key.kind)
+
+
 class Compliance:
     """The live ComplianceReport of one Store (engine.py refreshes it once per evaluation)."""
 
@@ -137,16 +142,11 @@ class Compliance:
                         self._read(key)
         relevant = everything
         for key in touched:
-            if key.group in READERS and policy_kind(key.group, key.kind):
+            if _is_policy(key):
                 self._read(key)
                 relevant = True
             elif not relevant:
-                relevant = (
-                    key.group == KYVERNO_GROUP
-                    or key.kind == CRD_KIND
-                    or key in self._objects
-                    or (key.kind in STACK_KINDS and bool(self._objects or self.report.violations))
-                )
+                relevant = self._bears_on(key)
         if not relevant:
             return False
         report = self._build()
@@ -154,6 +154,21 @@ class Compliance:
             return False
         self.report = report
         return True
+
+    def reads(self, key: Key) -> bool:
+        """Whether a change of `key` alone would have the next refresh attribute again."""
+        return _is_policy(key) or self._bears_on(key)
+
+    def _bears_on(self, key: Key) -> bool:
+        """A change of this object, not itself a policy or report, may change the report: a
+        Kyverno object or a CRD (whether a policy kind is served), an object a report names, or
+        a stack (what a named object is attributed to)."""
+        return (
+            key.group == KYVERNO_GROUP
+            or key.kind == CRD_KIND
+            or key in self._objects
+            or (key.kind in STACK_KINDS and bool(self._objects or self.report.violations))
+        )
 
     def policy_objects(self, engine: str, name: str, namespace: str) -> list[Key]:
         """The objects a denial's policy may be, for the caller to look up (correlation records

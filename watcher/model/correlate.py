@@ -68,6 +68,10 @@ class Correlator:
         """These objects and reverse edges changed: True if an answer the last pass used read one."""
         return self._owners.forget(keys, edges)
 
+    def reads(self, key: Key) -> bool:
+        """Whether an answer kept from the last pass read this object."""
+        return self._owners.reads(key)
+
     def clear(self) -> None:
         """Forget everything (blindness changed what every object looks like)."""
         self._owners.clear()

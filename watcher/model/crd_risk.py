@@ -166,14 +166,7 @@ class CRDRisks:
     ) -> bool:
         """Judge every CRD again if a touched object or edge is one a risk reads: whether the
         findings changed. `everything`: the controllers or what is visible changed."""
-        reads, kinds = self._reads, self._kinds
-        if (
-            not everything
-            and reads is not None
-            and reads.keys.isdisjoint(touched)
-            and reads.edges.isdisjoint(edges)
-            and not any((k.group, k.kind) in kinds for k in touched)
-        ):
+        if not everything and self._unaffected(touched, edges):
             return False
         view = self._reads = Recorder(self._store)
         found: dict[Key, Finding] = {}
@@ -185,6 +178,21 @@ class CRDRisks:
         changed = found != self._findings
         self._findings = found
         return changed
+
+    def reads(self, key: Key) -> bool:
+        """Whether a change of `key` alone would have the next refresh judge again."""
+        reads = self._reads
+        return reads is None or key in reads.keys or (key.group, key.kind) in self._kinds
+
+    def _unaffected(self, touched: Collection[Key], edges: Collection[Edge]) -> bool:
+        """None of these is read by the last judgement, nor of a kind it counts."""
+        reads, kinds = self._reads, self._kinds
+        return (
+            reads is not None
+            and reads.keys.isdisjoint(touched)
+            and reads.edges.isdisjoint(edges)
+            and not any((k.group, k.kind) in kinds for k in touched)
+        )
 
     def findings(self) -> list[Finding]:
         return list(self._findings.values())

@@ -27,7 +27,6 @@ that makes a rule raise is set aside and reported (quarantine.py), never the who
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
@@ -133,7 +132,9 @@ class HealthModel:
         finding and nothing to wait for, and no rule judges a ReplicaSet. Not when that answer
         would replace findings or a deadline it had, nor when a controller in its namespace may
         own it (controller tracking reads Pods' owner chains): those take upsert()'s general
-        path."""
+        path. Nothing is marked when nothing the last evaluation found read the object: the
+        next evaluation is then the last one, as most Pod status writes of a healthy cluster
+        change nothing stalewatch says."""
         key = packed.key
         if (
             key in self._local
@@ -142,8 +143,22 @@ class HealthModel:
         ):
             return False
         self._store.put_packed(packed)
-        self._mark(key, set())
+        if self._read(key):
+            self._mark(key, set())
         return True
+
+    def _read(self, key: Key) -> bool:
+        """Whether what the last evaluation found may have read this object (an object packed
+        has no edges): the correlation pass, an answer it kept, a rule across objects, or an
+        object built from it."""
+        reads = self._reads
+        return (
+            reads is None
+            or key in reads.keys
+            or self._correlator.reads(key)
+            or self._rules.reads(key)
+            or bool(self._store.referrers("source", key))
+        )
 
     def delete(self, obj: Mapping[str, Any], *, now: datetime) -> None:
         """An object was deleted; only its apiVersion, kind and metadata are read."""
@@ -267,7 +282,7 @@ class HealthModel:
         """
         self._pop_due(now)
         if not self._changed and self._last is not None:
-            return dataclasses.replace(self._last, now=now)
+            return self._last.at(now)
         self._refresh_controllers(now)
         dirty, self._dirty = self._dirty, set()
         for key in dirty:

@@ -27,6 +27,12 @@ class Evaluation:
     compliance: ComplianceReport | None = None
     """Policy violations per stack (compliance.py); the same object until it changes."""
 
+    def at(self, now: datetime) -> Evaluation:
+        """The same answer at a later moment (nothing changed or fell due since)."""
+        return Evaluation(
+            now, self.findings, self.objects, self.controllers, self.revisions, self.rejected, self.compliance
+        )
+
     @property
     def roots(self) -> list[Finding]:
         return [f for f in self.findings if f.is_root]

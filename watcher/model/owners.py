@@ -67,6 +67,10 @@ class OwnerCache:
             self._drop(key)
         return bool(stale)
 
+    def reads(self, key: Key) -> bool:
+        """Whether an answer kept read this object."""
+        return key in self._readers
+
     def end_pass(self) -> None:
         """Keep only the answers this pass asked for: the others are about objects no longer failing."""
         for key in self._answers.keys() - self._asked:

@@ -262,10 +262,9 @@ class PruneOrphans:
         for key in touched:
             if (key.group, key.kind) == KUSTOMIZATION:
                 self._owner_changed(key, dirty)
-            for sourced in self._store.referrers("source", key):  # its artifact dates an owner
-                if (sourced.group, sourced.kind) == KUSTOMIZATION:
-                    self._owner_changed(sourced, dirty)
-            if key in self._findings or self._store.links(KUSTOMIZED, key):
+            for sourced in self._sourced(key):
+                self._owner_changed(sourced, dirty)
+            if self._applied(key):
                 dirty.add(key)
         changed = False
         for key in dirty:
@@ -277,6 +276,23 @@ class PruneOrphans:
                 else:
                     self._findings[key] = found
         return changed
+
+    def reads(self, key: Key) -> bool:
+        """Whether a change of `key` alone would have the next refresh judge something again."""
+        return (
+            self._all
+            or self._applied(key)
+            or (key.group, key.kind) == KUSTOMIZATION
+            or bool(self._sourced(key))
+        )
+
+    def _sourced(self, key: Key) -> list[Key]:
+        """The Kustomizations built from `key` (its artifact dates their applies)."""
+        return [k for k in self._store.referrers("source", key) if (k.group, k.kind) == KUSTOMIZATION]
+
+    def _applied(self, key: Key) -> bool:
+        """Whether `key` is judged itself: a Kustomization labelled it, or it has a finding."""
+        return key in self._findings or bool(self._store.links(KUSTOMIZED, key))
 
     def _owner_changed(self, key: Key, dirty: set[Key]) -> None:
         """A Kustomization changed: what it applied is judged again only if what its status says
