@@ -49,6 +49,14 @@ def web(**options: Any) -> Obj:
     return pod_object("web-7d9f-abcde", "apps", app="web", **options)
 
 
+def fed(objects: list[Obj]) -> HealthModel:
+    """A model given these objects as a list would give them (dicts: the general path)."""
+    model = HealthModel(AT_ONCE)
+    for obj in objects:
+        model.upsert(obj, now=NOW)
+    return model
+
+
 def deleting(obj: Obj) -> Obj:
     changed = copy.deepcopy(obj)
     changed["metadata"]["deletionTimestamp"] = ts(MIN)
@@ -117,9 +125,7 @@ def test_every_replica_set_comes_packed_as_its_projection() -> None:
 
 def test_a_failing_pod_that_recovers_in_packed_form_loses_its_finding_as_evaluate_says() -> None:
     objects = [project(o) for o in release_with_crash_looping_pod()]
-    model = HealthModel(AT_ONCE)
-    for obj in objects:
-        model.upsert(obj, now=NOW)
+    model = fed(objects)
     assert any(f.type is FindingType.WORKLOAD_UNHEALTHY for f in model.evaluate(NOW).findings)
     recovered = pod_object("podinfo-7d9f-new01", "apps", app="podinfo", created=20 * MIN)
     assert type(decoded(recovered)) is Packed
@@ -156,9 +162,7 @@ def test_a_healthy_pod_nothing_found_read_changes_nothing_and_the_evaluation_sta
         *(project(o) for o in release_with_crash_looping_pod()),
         project(podinfo_replica_set(owned=True)),
     ]
-    model = HealthModel(AT_ONCE)
-    for obj in objects:
-        model.upsert(obj, now=NOW)
+    model = fed(objects)
     before, generation = model.evaluate(NOW), model.generation
     old = pod_object("podinfo-5c6d-old01", "apps", app="podinfo", template_hash="5c6d", created=300 * MIN)
     restarted = with_status(old, podIP="10.244.1.9")
@@ -176,9 +180,7 @@ def test_a_replica_set_a_failing_pods_owners_were_read_from_is_correlated_again_
         *(project(o) for o in release_with_crash_looping_pod()),
         project(podinfo_replica_set(owned=True)),
     ]
-    model = HealthModel(AT_ONCE)
-    for obj in objects:
-        model.upsert(obj, now=NOW)
+    model = fed(objects)
     before = snapshot(model.evaluate(NOW))
     orphaned = podinfo_replica_set(owned=False)
     assert type(decoded(orphaned)) is Packed
