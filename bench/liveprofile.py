@@ -116,18 +116,21 @@ def _name(frame: Frame) -> str:
     return f"{function} ({file})"
 
 
-async def _evaluations(session: aiohttp.ClientSession, target: cpu.Target) -> tuple[float, float]:
-    """(count, sum of seconds) of stalewatch's own evaluation histogram, read from one scrape."""
+async def _counters(session: aiohttp.ClientSession, target: cpu.Target) -> tuple[float, float, float]:
+    """(count, sum of seconds) of stalewatch's own evaluation histogram and the watch events it
+    received (every kind and type), read from one scrape."""
     _, body, _ = await procs.fetch(session, target.metrics_url)
-    values = {}
+    values = {b"count": 0.0, b"sum": 0.0, b"events": 0.0}
     for line in body.split(b"\n"):
-        name, _, value = line.partition(b" ")
+        name, _, value = line.rpartition(b" ")
         if name in (
             b"stalewatch_evaluation_duration_seconds_count",
             b"stalewatch_evaluation_duration_seconds_sum",
         ):
             values[name.rsplit(b"_", 1)[1]] = float(value)
-    return values[b"count"], values[b"sum"]
+        elif name.startswith(b"stalewatch_events_total{"):
+            values[b"events"] += float(value)
+    return values[b"count"], values[b"sum"], values[b"events"]
 
 
 async def _findings(session: aiohttp.ClientSession, target: cpu.Target) -> int:
@@ -155,7 +158,7 @@ async def profiled_window(
     gc_stats: Path,
     rate: int,
 ) -> dict[str, Any]:
-    evaluated = await _evaluations(session, target)
+    counted = await _counters(session, target)
     gc_before = _gc(gc_stats, target.proc)
     spy = await asyncio.create_subprocess_exec(
         *_py_spy(target.proc.pid, seconds=seconds, out=out, rate=rate),
@@ -168,12 +171,12 @@ async def profiled_window(
     if spy.returncode != 0:
         raise RuntimeError(f"py-spy failed: {err.decode(errors='replace')[-2000:]}")
     gc_after = _gc(gc_stats, target.proc)
-    count, total = (
-        after - before for after, before in zip(await _evaluations(session, target), evaluated, strict=True)
+    count, total, events = (
+        after - before for after, before in zip(await _counters(session, target), counted, strict=True)
     )
     stacks = parse_raw(await asyncio.to_thread(out.read_text))
     gc_window = {gen: {k: gc_after[gen][k] - gc_before[gen][k] for k in gc_after[gen]} for gen in gc_after}
-    result = {**measured, "gc": gc_window, "profile": breakdown(stacks)}
+    result = {**measured, "events_per_s": events / seconds, "gc": gc_window, "profile": breakdown(stacks)}
     # the two scrapes read around the window are outside its CPU figures, inside its evaluations
     result["evaluations"] = {
         "count": count,

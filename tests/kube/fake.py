@@ -91,9 +91,17 @@ def bookmark(rv: str) -> bytes:
     )
 
 
-def stream(*lines: bytes, hold: bool = False, split: bool = False) -> Answer:
+def stream(
+    *lines: bytes,
+    hold: bool = False,
+    split: bool = False,
+    paced: float = 0.0,
+    written: asyncio.Event | None = None,
+) -> Answer:
     """A watch response writing `lines`, then closing (or staying open and silent if `hold`).
-    With `split`, every line is sent in two writes, as a proxy may cut it."""
+    With `split`, every line is sent in two writes, as a proxy may cut it; with `paced`, the
+    lines are that many seconds apart, as a controller's status writes come. `written` is set
+    once the last line is written."""
 
     async def answer(request: web.Request) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "application/json"})
@@ -105,6 +113,10 @@ def stream(*lines: bytes, hold: bool = False, split: bool = False) -> Answer:
                 await response.write(line[len(line) // 2 :])
             else:
                 await response.write(line)
+            if paced:
+                await asyncio.sleep(paced)
+        if written is not None:
+            written.set()
         if hold:
             await asyncio.Event().wait()
         return response

@@ -172,6 +172,60 @@ async def test_a_line_split_across_writes_is_read_whole(rig: Callable[..., Rig])
     await poll(lambda: r.sink.names("Kustomization") == {"split"})
 
 
+def _added(*names: str) -> list[bytes]:
+    return [event("ADDED", obj(name, str(11 + i))) for i, name in enumerate(names)]
+
+
+async def test_events_arriving_while_a_stream_is_held_are_all_read_after_the_hold_in_order(
+    rig: Callable[..., Rig],
+) -> None:
+    r = rig(options=replace(FAST, read_hold=0.2))
+    r.server.lists.append(page([], "10"))
+    r.server.watches.append(stream(*_added("a", "b", "c", "d", "e"), paced=0.02, hold=True))
+    await r.server.start()
+    r.start()
+    await poll(lambda: r.sink.names("Kustomization") == {"a", "b", "c", "d", "e"}, what="every event")
+    assert +r.stats.events == {"ADDED": 5}
+    assert r.reflector.rv == "15", "the last event read is the newest"
+
+
+async def test_a_held_stream_is_not_read_until_its_hold_ends(rig: Callable[..., Rig]) -> None:
+    """The promise the CPU saving rests on: what arrives during a hold waits in the socket."""
+    r = rig(options=replace(FAST, read_hold=600))
+    written = asyncio.Event()
+    r.server.lists.append(page([], "10"))
+    r.server.watches.append(stream(*_added("first", "behind"), paced=0.1, written=written, hold=True))
+    await r.server.start()
+    r.start()
+    await poll(lambda: "first" in r.sink.names("Kustomization"), what="the first event, read at once")
+    await asyncio.wait_for(written.wait(), timeout=5)
+    await asyncio.sleep(0.3)  # long enough for the read it would have been, were it not held
+    assert r.sink.names("Kustomization") == {"first"}
+
+
+async def test_a_busy_read_is_not_held(rig: Callable[..., Rig]) -> None:
+    """Every read counts as busy here: were it held, the second event would wait ten minutes."""
+    r = rig(options=replace(FAST, read_hold=600, busy_read=1))
+    r.server.lists.append(page([], "10"))
+    r.server.watches.append(stream(*_added("a", "b", "c"), paced=0.05, hold=True))
+    await r.server.start()
+    r.start()
+    await poll(lambda: r.sink.names("Kustomization") == {"a", "b", "c"}, what="every event, unheld")
+
+
+async def test_a_reflector_stopped_during_a_hold_stops_at_once(rig: Callable[..., Rig]) -> None:
+    r = rig(options=replace(FAST, read_hold=600))
+    r.server.lists.append(page([], "10"))
+    r.server.watches.append(stream(*_added("a"), hold=True))
+    await r.server.start()
+    r.start()
+    await poll(lambda: "a" in r.sink.names("Kustomization"), what="the event")
+    task = r.tasks.pop()
+    task.cancel()
+    await asyncio.wait_for(asyncio.gather(task, return_exceptions=True), timeout=5)
+    assert task.cancelled()
+
+
 @pytest.mark.parametrize(
     "expire",
     [

@@ -65,6 +65,16 @@ class WatchOptions:
     probe_interval: float = 5.0
     probe_timeout: float = 10.0
     """A probe unanswered this long means unreachable: generous, since it interrupts every watch."""
+    read_hold: float = 0.05
+    """After a small read of a watch stream, leave its socket unread this long, so the events that
+    arrive meanwhile are read, decrypted and handled in one wake-up instead of one each: under
+    churn a wake-up per event, each on cold caches, was most of stalewatch's CPU (BENCHMARKS.md,
+    "Reading watch streams in batches"). The first event after a quiet spell is read at once; one
+    close behind it waits at most this long (the evaluation's debounce, so within its pass or
+    the next). 0 reads every event as it arrives."""
+    busy_read: int = 64 * 1024
+    """A read at least this large is no hold's business: the stream is busy (a relist's replay, a
+    burst), each wake-up already carries many events, and holding would only slow it down."""
 
 
 class Reflector:
@@ -323,7 +333,22 @@ class Reflector:
             if len(pending) > MAX_LINE_BYTES:
                 self.stats.watch_errors["decode"] += 1
                 raise Retry("decode", f"watch line longer than {MAX_LINE_BYTES} bytes")
+            if len(chunk) < self._options.busy_read:
+                await self._hold(response)
         return count
+
+    async def _hold(self, response: aiohttp.ClientResponse) -> None:
+        """Leave the stream's socket unread for `read_hold` (see WatchOptions). Paused through
+        aiohttp's own flow control, which also stops the read timeout meanwhile."""
+        hold, connection = self._options.read_hold, response.connection
+        protocol = connection.protocol if connection is not None else None
+        if hold <= 0 or protocol is None:
+            return
+        protocol.pause_reading()
+        try:
+            await asyncio.sleep(hold)
+        finally:
+            protocol.resume_reading()
 
     # -- Events ----------------------------------------------------------------------------
 
