@@ -246,22 +246,39 @@ def _dependencies(run: Pass) -> None:
     dependency, or the controller behind it). One that nothing explains is a root only
     after its threshold: until then dependencies are normally just still reconciling.
     """
-    settled: dict[Key, str | None] = {}
-    visiting: set[Key] = set()
-    threshold = run.config.thresholds.dependency_blocked
+    blocked = FindingType.DEPENDENCY_BLOCKED  # any other primary settles as itself, when asked
+    chains = _Chains(run)
+    for key in sorted(k for k, ids in run.by_subject.items() if ids and run.found[ids[0]].type is blocked):
+        chains.settle(key)
 
-    def settle(key: Key) -> str | None:
-        if key in settled:
-            return settled[key]
-        if key in visiting:
+
+class _Chains:
+    """What each object a DependencyBlocked waits on settles as, found once per pass.
+
+    A class, not a closure that calls itself: such a closure is a reference cycle, which kept
+    the whole pass (every working copy) alive until a garbage collection found it.
+    """
+
+    def __init__(self, run: Pass) -> None:
+        self.run = run
+        self.settled: dict[Key, str | None] = {}
+        self.visiting: set[Key] = set()
+
+    def settle(self, key: Key) -> str | None:
+        """The primary finding the object at `key` settles as (None: none, or a cycle)."""
+        if key in self.settled:
+            return self.settled[key]
+        if key in self.visiting:
             return None  # a dependsOn cycle: reported by its threshold
-        visiting.add(key)
+        run = self.run
+        threshold = run.config.thresholds.dependency_blocked
+        self.visiting.add(key)
         primary = run.primary(key)
         finding = run.found[primary] if primary is not None else None
         if finding is not None and finding.type is FindingType.DEPENDENCY_BLOCKED:
             obj = run.store.get(key) or {}
             waited = _waited_on(run, obj, finding.evidence.get("waits_on", "dependsOn")) if obj else []
-            target = next((t for t in (settle(k) for k in waited) if t is not None), None)
+            target = next((t for t in (self.settle(k) for k in waited) if t is not None), None)
             if target is not None:
                 run.links[finding.id] = target
                 blocker = run.found[target]
@@ -271,13 +288,9 @@ def _dependencies(run: Pass) -> None:
                 primary = run.primary(key)
             else:
                 _unexplained_block(run, finding, waited)
-        visiting.discard(key)
-        settled[key] = primary
+        self.visiting.discard(key)
+        self.settled[key] = primary
         return primary
-
-    blocked = FindingType.DEPENDENCY_BLOCKED  # any other primary settles as itself, when asked
-    for key in sorted(k for k, ids in run.by_subject.items() if ids and run.found[ids[0]].type is blocked):
-        settle(key)
 
 
 def _unexplained_block(run: Pass, finding: Finding, waited: Sequence[Key]) -> None:
