@@ -261,6 +261,7 @@ class _Chains:
 
     def __init__(self, run: Pass) -> None:
         self.run = run
+        self.threshold = run.config.thresholds.dependency_blocked
         self.settled: dict[Key, str | None] = {}
         self.visiting: set[Key] = set()
 
@@ -271,7 +272,6 @@ class _Chains:
         if key in self.visiting:
             return None  # a dependsOn cycle: reported by its threshold
         run = self.run
-        threshold = run.config.thresholds.dependency_blocked
         self.visiting.add(key)
         primary = run.primary(key)
         finding = run.found[primary] if primary is not None else None
@@ -283,7 +283,7 @@ class _Chains:
                 run.links[finding.id] = target
                 blocker = run.found[target]
                 finding.message += f" It waits on {describe(blocker.subject)}, which has {blocker.type}."
-            elif finding.since is None or after(finding.since, threshold) > run.now:
+            elif finding.since is None or after(finding.since, self.threshold) > run.now:
                 run.drop(finding.id)
                 primary = run.primary(key)
             else:
