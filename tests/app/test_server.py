@@ -3,6 +3,7 @@ collectors. Served for real (aiohttp's test server on a local port), fed by the 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -134,11 +135,29 @@ async def test_readyz_names_the_kinds_whose_initial_list_is_not_done(serve: Serv
     ).strip() == "initial list not finished for HelmRelease.helm.toolkit.fluxcd.io"
 
 
+@pytest.mark.parametrize(
+    ("published", "load_errors"),
+    [
+        pytest.param(2, 2, id="those-its-evaluation-lists-not-one-read-since"),
+        pytest.param(None, 3, id="before-the-first-evaluation-as-the-reflectors-count"),
+    ],
+)
+async def test_a_findings_document_counts_the_malformed_objects_it_lists(
+    serve: Serve, published: int | None, load_errors: int
+) -> None:
+    telemetry = synced()
+    telemetry.kind("", "Pod").malformed_now = 3
+    evaluation = None if published is None else dataclasses.replace(stuck_evaluation(), unreadable=published)
+    client = await serve(telemetry, evaluation)
+    document = orjson.loads(await (await client.get("/api/v1/findings")).read())
+    assert document["summary"]["load_errors"] == load_errors
+
+
 async def test_findings_are_the_analyze_json_plus_the_watch_status(serve: Serve) -> None:
     telemetry = synced()
     telemetry.kind("", "Pod").objects = 7
     telemetry.kind("", "Pod").malformed_now = 2
-    evaluation = stuck_evaluation()
+    evaluation = dataclasses.replace(stuck_evaluation(), unreadable=2)
     client = await serve(telemetry, evaluation)
     response = await client.get("/api/v1/findings")
     assert response.content_type == "application/json"

@@ -17,6 +17,7 @@ import pytest
 
 from tests.kube.objects import cond, deployment, flux, lease, pod, waiting
 from tests.kube.support import poll
+from watcher.kube.ledger import Ledger
 from watcher.kube.live import LiveModel, Pacing
 from watcher.kube.resources import Resource
 from watcher.model.evaluation import Evaluation
@@ -258,3 +259,21 @@ async def test_a_watcher_stopped_before_its_sync_gives_the_usual_collection_thre
     with contextlib.suppress(asyncio.CancelledError):
         await evaluating
     assert gc.get_threshold() == usual
+
+
+def test_objects_no_reflector_could_read_are_counted_with_the_evaluation_that_lists_them() -> None:
+    telemetry = live_telemetry(KUSTOMIZATIONS)
+    live = LiveModel(ModelConfig(), telemetry, clock=Clock())
+    ledger = Ledger(KUSTOMIZATIONS, live, telemetry.kind(KUSTOMIZATIONS.group, KUSTOMIZATIONS.kind))
+    ledger.set_aside(("apps", "odd"), "status.conditions is not a list", {"uid": "u1"}, ledger.malformed)
+    listed = live.evaluate()
+    ledger.set_aside(("apps", "odder"), "status.conditions is not a list", {"uid": "u2"}, ledger.malformed)
+    assert telemetry.malformed_now() == 2, "the reflector already counts the second"
+    assert listed is not None
+    assert listed.unreadable == 1, "the published answer counts what it lists"
+    assert [r.subject["name"] for r in listed.rejected] == ["odd"]
+    again = live.evaluate()
+    assert again is not None
+    assert again.unreadable == 2
+    assert [r.subject["name"] for r in again.rejected] == ["odd", "odder"]
+    assert again.at(T0 + timedelta(hours=1)).unreadable == 2, "a later moment of the same answer too"

@@ -259,7 +259,7 @@ class LiveModel:
             self._listed = (evaluation.rejected, changes, listed)
         if listed is evaluation.rejected:
             return evaluation
-        return dataclasses.replace(evaluation, rejected=listed)
+        return dataclasses.replace(evaluation, rejected=listed, unreadable=self._telemetry.malformed_now())
 
     def _count_rejected(self, rejected: list[Rejection]) -> None:
         """Per kind and reason, objects (not fields) set aside; each logged once while it lasts."""

@@ -26,11 +26,22 @@ class Evaluation:
     """Objects set aside in whole or in part, in object order (see Rejection)."""
     compliance: ComplianceReport | None = None
     """Policy violations per stack (compliance.py); the same object until it changes."""
+    unreadable: int = 0
+    """How many objects no reflector could read when this evaluation was published: those listed
+    under `rejected` as Malformed, and any beyond the listing cap. Counted with the list, so one
+    document never says N were skipped while listing fewer."""
 
     def at(self, now: datetime) -> Evaluation:
         """The same answer at a later moment (nothing changed or fell due since)."""
         return Evaluation(
-            now, self.findings, self.objects, self.controllers, self.revisions, self.rejected, self.compliance
+            now,
+            self.findings,
+            self.objects,
+            self.controllers,
+            self.revisions,
+            self.rejected,
+            self.compliance,
+            self.unreadable,
         )
 
     @property

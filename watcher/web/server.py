@@ -226,7 +226,7 @@ async def readyz(request: web.Request) -> web.Response:
 
 async def findings(request: web.Request) -> web.Response:
     telemetry, evaluation = request.app[TELEMETRY], request.app[SOURCE]()
-    counts = {"objects": telemetry.objects(), "load_errors": telemetry.malformed_now()}
+    counts = {"objects": telemetry.objects(), "load_errors": _load_errors(telemetry, evaluation)}
     status, cache = watch_status(telemetry), request.app[DOCUMENTS]
     inputs = (orjson.dumps(status), counts["objects"], counts["load_errors"])
     body = cache.body(evaluation, inputs)
@@ -304,10 +304,17 @@ def page_state(app: web.Application) -> PageState:
         evaluation,
         watch_status(telemetry),
         objects=telemetry.objects(),
-        load_errors=telemetry.malformed_now(),
+        load_errors=_load_errors(telemetry, evaluation),
         stacks=cache.current(evaluation) if cache is not None else None,
         changes=timeline.snapshot_of(app),
     )
+
+
+def _load_errors(telemetry: Telemetry, evaluation: Evaluation | None) -> int:
+    """Counted with the `rejected` list the same answer shows (Evaluation.unreadable), so a
+    malformed object read since the last evaluation is counted and listed together; before the
+    first evaluation, as the reflectors count now."""
+    return telemetry.malformed_now() if evaluation is None else evaluation.unreadable
 
 
 def watch_status(telemetry: Telemetry) -> dict[str, Any]:
