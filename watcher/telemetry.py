@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from watcher.model.types import Rejection, RejectReason
@@ -181,6 +181,17 @@ class Telemetry:
 
     def unsynced(self) -> list[str]:
         return sorted(_name(key) for key, s in list(self.kinds.items()) if not s.synced and not s.forbidden)
+
+    def unjudged(self, blind: Collection[str] | None) -> list[str]:
+        """Kinds listed and visible that an evaluation blind to `blind` did not judge (all of
+        them before the first evaluation, `blind` None). A kind's list finishes between two
+        evaluations: until the next one, what is served says nothing about its objects, and
+        must not read as synced and healthy."""
+        return sorted(
+            _name(key)
+            for key, s in list(self.kinds.items())
+            if s.synced and not s.forbidden and (blind is None or key[1] in blind)
+        )
 
     def forbidden(self) -> list[KindKey]:
         return sorted(key for key, s in list(self.kinds.items()) if s.forbidden)

@@ -51,6 +51,9 @@ def stuck_evaluation() -> Evaluation:
 
 Serve = Callable[[Telemetry, Evaluation | None], Awaitable[TestClient]]
 
+JUDGED_ALL = Evaluation(NOW, [], [], [], [])
+"""An evaluation made with every kind listed: blind to none."""
+
 
 @pytest.fixture
 async def serve() -> AsyncIterator[Serve]:
@@ -116,10 +119,56 @@ def synced(*, up: bool = True, broken: bool = False, forbidden: int = 0, unautho
 async def test_readyz_says_why_it_is_not_ready(
     serve: Serve, telemetry: Telemetry, status: int, says: str
 ) -> None:
-    client = await serve(telemetry, None)
+    client = await serve(telemetry, JUDGED_ALL)
     response = await client.get("/readyz")
     assert (response.status, (await response.text()).strip()) == (status, says)
     assert (await client.get("/healthz")).status == 200
+
+
+@pytest.mark.parametrize(
+    ("evaluation", "status", "says"),
+    [
+        pytest.param(
+            dataclasses.replace(JUDGED_ALL, blind=frozenset({"Kustomization"})),
+            503,
+            "initial list finished; the next evaluation judges Kustomization.kustomize.toolkit.fluxcd.io",
+            id="a-kind-listed-since-the-evaluation-served",
+        ),
+        pytest.param(
+            None,
+            503,
+            "initial list finished; the next evaluation judges "
+            "Kustomization.kustomize.toolkit.fluxcd.io, Pod",
+            id="listed-before-the-first-evaluation",
+        ),
+        pytest.param(
+            dataclasses.replace(JUDGED_ALL, blind=frozenset({"Pod"})),
+            200,
+            "ok; 403 Forbidden, not judged: Pod",
+            id="blind-to-a-kind-it-may-not-see",
+        ),
+    ],
+)
+async def test_readyz_waits_for_an_evaluation_that_judged_every_listed_kind(
+    serve: Serve, evaluation: Evaluation | None, status: int, says: str
+) -> None:
+    telemetry = synced(forbidden=1 if status == 200 else 0)
+    client = await serve(telemetry, evaluation)
+    response = await client.get("/readyz")
+    assert (response.status, (await response.text()).strip()) == (status, says)
+
+
+async def test_a_findings_document_made_before_a_kind_was_judged_says_stale_and_names_it(
+    serve: Serve,
+) -> None:
+    evaluation = dataclasses.replace(JUDGED_ALL, blind=frozenset({"Kustomization"}))
+    client = await serve(synced(), evaluation)
+    summary = orjson.loads(await (await client.get("/api/v1/findings")).read())["summary"]
+    assert (summary["synced"], summary["stale"], summary["findings"]) == (True, True, 0)
+    assert summary["unjudged_kinds"] == ["Kustomization.kustomize.toolkit.fluxcd.io"]
+    page = await (await client.get("/")).text()
+    assert "Not yet judged: initial list finished for Kustomization.kustomize.toolkit.fluxcd.io" in page
+    assert "Live: every watch is synced" not in page
 
 
 async def test_readyz_names_the_kinds_whose_initial_list_is_not_done(serve: Serve) -> None:
@@ -166,13 +215,14 @@ async def test_findings_are_the_analyze_json_plus_the_watch_status(serve: Serve)
     summary = document["summary"]
     assert (summary["objects"], summary["load_errors"], summary["findings"]) == (7, 2, 1)
     assert summary["now"] == "2026-11-30T12:00:00Z"
-    watch = ("up", "synced", "stale", "forbidden_kinds", "unsynced_kinds", "unauthorized")
+    watch = ("up", "synced", "stale", "forbidden_kinds", "unsynced_kinds", "unjudged_kinds", "unauthorized")
     assert {k: summary[k] for k in watch} == {
         "up": True,
         "synced": True,
         "stale": False,
         "forbidden_kinds": [],
         "unsynced_kinds": [],
+        "unjudged_kinds": [],
         "unauthorized": "",
     }
 

@@ -277,3 +277,21 @@ def test_objects_no_reflector_could_read_are_counted_with_the_evaluation_that_li
     assert again.unreadable == 2
     assert [r.subject["name"] for r in again.rejected] == ["odd", "odder"]
     assert again.at(T0 + timedelta(hours=1)).unreadable == 2, "a later moment of the same answer too"
+
+
+def test_a_kind_listed_after_an_evaluation_is_unjudged_until_the_next_one_judges_it() -> None:
+    telemetry = live_telemetry()
+    listing = telemetry.kind(KUSTOMIZATIONS.group, KUSTOMIZATIONS.kind)  # its initial list runs
+    live = LiveModel(ModelConfig(), telemetry, clock=Clock())
+    live.upsert(KUSTOMIZATIONS, stuck("apps", since=T0 - timedelta(hours=2)))
+    before = live.evaluate()
+    assert before is not None
+    assert types(before) == [], "a kind not listed yet is not judged"
+
+    listing.synced = listing.live = True  # the list finished after that evaluation
+    assert telemetry.synced
+    assert telemetry.unjudged(before.blind) == ["Kustomization.kustomize.toolkit.fluxcd.io"]
+    after = live.evaluate()
+    assert after is not None
+    assert types(after) == [("StuckReconciling", "apps")]
+    assert telemetry.unjudged(after.blind) == []

@@ -87,7 +87,7 @@ async def streaming(telemetry: Telemetry | None = None, **hub: Any) -> AsyncIter
     broken = [False]
 
     def state() -> State:
-        return State(board.latest, watch_status(telemetry), objects=5, load_errors=0)
+        return State(board.latest, watch_status(telemetry, board.latest), objects=5, load_errors=0)
 
     def counted(state: State, view: str | None) -> list[Part]:
         renders.append(view)
@@ -376,7 +376,7 @@ async def test_with_no_client_an_evaluation_takes_no_page_state() -> None:
 
     def state() -> State:
         taken[0] += 1
-        return State(board.latest, watch_status(telemetry), objects=5, load_errors=0)
+        return State(board.latest, watch_status(telemetry, board.latest), objects=5, load_errors=0)
 
     hub = StreamHub(state=state, view=namespace_of, parts=rows, published=board.published, poll=0.01)
     running = asyncio.create_task(hub.run())

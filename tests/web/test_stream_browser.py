@@ -54,7 +54,7 @@ async def serving() -> AsyncIterator[Served]:
     board.publish(dataclasses.replace(incident(), now=datetime.now(UTC) - timedelta(seconds=3)))
 
     def state() -> State:
-        return State(board.latest, watch_status(telemetry), objects=5, load_errors=0)
+        return State(board.latest, watch_status(telemetry, board.latest), objects=5, load_errors=0)
 
     async def page(request: web.Request) -> web.Response:
         now = state()

@@ -229,7 +229,11 @@ class LiveModel:
         telemetry = self._telemetry
         try:  # a failure there loses entries, never the evaluation
             self.timeline.extend(
-                self._transitions.evaluated(evaluation, synced=telemetry.synced, blind=telemetry.blind())
+                self._transitions.evaluated(
+                    evaluation,
+                    synced=telemetry.synced and not telemetry.unjudged(evaluation.blind),
+                    blind=telemetry.blind(),
+                )
             )
         except Exception:
             log.exception("the timeline failed on an evaluation; skipped it")

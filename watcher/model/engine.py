@@ -323,6 +323,7 @@ class HealthModel:
             revisions=self._revisions.values(),
             rejected=self._set_aside.listed(),
             compliance=self._rules.report,
+            blind=self._store.blind,
         )
         self._changed = False
         return self._last

@@ -26,6 +26,9 @@ class Evaluation:
     """Objects set aside in whole or in part, in object order (see Rejection)."""
     compliance: ComplianceReport | None = None
     """Policy violations per stack (compliance.py); the same object until it changes."""
+    blind: frozenset[str] = frozenset()
+    """The kinds (by `kind` name) it could not judge: forbidden, or not listed yet when it was
+    made. A kind whose list finished since is not judged in it (the server says so)."""
     unreadable: int = 0
     """How many objects no reflector could read when this evaluation was published: those listed
     under `rejected` as Malformed, and any beyond the listing cap. Counted with the list, so one
@@ -41,6 +44,7 @@ class Evaluation:
             self.revisions,
             self.rejected,
             self.compliance,
+            self.blind,
             self.unreadable,
         )
 

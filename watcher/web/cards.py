@@ -79,6 +79,9 @@ def _banners(status: Mapping[str, Any]) -> Iterable[tuple[str, str]]:
     elif not status.get("synced"):
         pending = ", ".join(status.get("unsynced_kinds") or []) or "the kinds to watch"
         yield "pending", f"Not yet synced: initial list not finished for {pending}."
+    elif status.get("unjudged_kinds"):
+        listed = ", ".join(status["unjudged_kinds"])
+        yield "pending", f"Not yet judged: initial list finished for {listed}; the next evaluation judges it."
     elif status.get("stale"):
         yield "stale", "STALE: a watch is broken; what follows may lag the cluster."
     else:

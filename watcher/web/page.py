@@ -107,7 +107,8 @@ class PageState:
 
     evaluation: Evaluation | None
     status: Mapping[str, Any] = field(default_factory=dict)
-    """The watch status of /api/v1/findings (up, synced, stale, forbidden_kinds, unsynced_kinds)."""
+    """The watch status of /api/v1/findings (up, synced, stale, forbidden_kinds, unsynced_kinds,
+    unjudged_kinds)."""
     objects: int = 0
     """How many objects the watcher holds."""
     load_errors: int = 0

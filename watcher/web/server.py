@@ -1,15 +1,17 @@
 """The HTTP face of `stalewatch run`: probes, the findings API and Prometheus metrics.
 
   /healthz          the process is alive (the event loop answers).
-  /readyz           200 once every watched kind finished its initial list, the API server
-                    is reachable and the last evaluation succeeded; 503 with the reason
+  /readyz           200 once every watched kind finished its initial list and was judged
+                    by the evaluation served, the API server is reachable and the last
+                    evaluation succeeded; 503 with the reason
                     otherwise. Objects set aside (rejected, malformed) do not make it 503 (the
                     evaluation judged everything else); the 200 body says how many there are.
   /api/v1/findings  the same JSON as `stalewatch analyze --output json` (findings, summary,
                     and the objects set aside under `rejected`), whose summary also says
                     whether the data is live: `up`, `synced`, `stale`, why the last evaluation
                     failed (`evaluation_error`), and the kinds stalewatch cannot see
-                    (`forbidden_kinds`) or has not listed yet.
+                    (`forbidden_kinds`), has not listed yet (`unsynced_kinds`) or listed
+                    since the evaluation served (`unjudged_kinds`, stale until the next).
   /api/v1/timeline  what changed, newest first (watcher.web.timeline; docs/web.md#timeline).
   /metrics          the model's and the watcher's metrics from one registry.
   /                 the single-pane HTML view of all that (watcher.web.page): root causes,
@@ -218,6 +220,9 @@ async def healthz(request: web.Request) -> web.Response:
 async def readyz(request: web.Request) -> web.Response:
     telemetry = request.app[TELEMETRY]
     ready, why = telemetry.ready()
+    unjudged = _unjudged(telemetry, request.app[SOURCE]())
+    if ready and unjudged:
+        ready, why = False, "initial list finished; the next evaluation judges " + ", ".join(unjudged)
     set_aside = telemetry.set_aside()
     if ready and set_aside:
         why += f"; {set_aside} set aside (rejected or malformed, see /api/v1/findings)"
@@ -227,7 +232,7 @@ async def readyz(request: web.Request) -> web.Response:
 async def findings(request: web.Request) -> web.Response:
     telemetry, evaluation = request.app[TELEMETRY], request.app[SOURCE]()
     counts = {"objects": telemetry.objects(), "load_errors": _load_errors(telemetry, evaluation)}
-    status, cache = watch_status(telemetry), request.app[DOCUMENTS]
+    status, cache = watch_status(telemetry, evaluation), request.app[DOCUMENTS]
     inputs = (orjson.dumps(status), counts["objects"], counts["load_errors"])
     body = cache.body(evaluation, inputs)
     if body is None:
@@ -302,7 +307,7 @@ def page_state(app: web.Application) -> PageState:
     telemetry, evaluation, cache = app[TELEMETRY], app[SOURCE](), app[STACKS]
     return PageState(
         evaluation,
-        watch_status(telemetry),
+        watch_status(telemetry, evaluation),
         objects=telemetry.objects(),
         load_errors=_load_errors(telemetry, evaluation),
         stacks=cache.current(evaluation) if cache is not None else None,
@@ -317,15 +322,23 @@ def _load_errors(telemetry: Telemetry, evaluation: Evaluation | None) -> int:
     return telemetry.malformed_now() if evaluation is None else evaluation.unreadable
 
 
-def watch_status(telemetry: Telemetry) -> dict[str, Any]:
-    """The watcher's part of the summary, taken on the event loop so it is consistent."""
+def _unjudged(telemetry: Telemetry, evaluation: Evaluation | None) -> list[str]:
+    return telemetry.unjudged(None if evaluation is None else evaluation.blind)
+
+
+def watch_status(telemetry: Telemetry, evaluation: Evaluation | None) -> dict[str, Any]:
+    """The watcher's part of the summary, taken on the event loop so it is consistent, and
+    told against the `evaluation` served with it: a kind listed since that evaluation was made
+    is `unjudged_kinds`, and the answer stale until the next one judges it."""
+    unjudged = _unjudged(telemetry, evaluation)
     return {
         "up": telemetry.up,
         "synced": telemetry.synced,
-        "stale": telemetry.stale,
+        "stale": telemetry.stale or bool(unjudged),
         "evaluation_error": telemetry.evaluation_error,
         "forbidden_kinds": [{"group": g, "kind": k} for g, k in telemetry.forbidden()],
         "unsynced_kinds": telemetry.unsynced(),
+        "unjudged_kinds": unjudged,
         "unauthorized": telemetry.unauthorized,
     }
 
