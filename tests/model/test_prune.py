@@ -12,6 +12,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+import orjson
 import pytest
 
 from tests.model.builders import (
@@ -26,11 +27,13 @@ from tests.model.builders import (
     flux,
     git_repository,
     kustomization,
+    pod,
     run,
     terraform,
     ts,
 )
 from watcher.model.engine import HealthModel
+from watcher.model.fastpath import fast_path
 from watcher.model.projection import project
 from watcher.model.types import FindingType, Severity, rfc3339
 
@@ -332,3 +335,37 @@ def test_while_its_controller_is_down_the_orphan_is_a_symptom_of_that_and_names_
     orphan = found[ORPHAN_ID]
     assert orphan.root_cause == "ControllerDown/Deployment/flux-system/tofu-controller"
     assert "acted_on" not in orphan.evidence
+
+
+def bare(kind: str) -> Obj:
+    """A healthy Pod or a ReplicaSet in Git, applied by Kustomization flux-system/data (no owner)."""
+    labels = {f"{KS}/name": "data", f"{KS}/namespace": "flux-system"}
+    if kind == "Pod":
+        obj = pod("reports-once", "data", app="reports", image="ghcr.io/acme/reports:v1")
+        obj["metadata"].pop("ownerReferences")
+    else:
+        obj = {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "metadata": {"name": "reports-once", "namespace": "data", "generation": 1},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "reports"}}},
+            "status": {"replicas": 1, "readyReplicas": 1, "availableReplicas": 1, "observedGeneration": 1},
+        }
+    obj["metadata"]["labels"] = labels
+    return obj
+
+
+@pytest.mark.parametrize("kind", ["Pod", "ReplicaSet"])
+def test_a_healthy_pod_or_replicaset_it_no_longer_lists_is_an_orphan_as_the_watcher_decodes_it(
+    kind: str,
+) -> None:
+    """The watcher's decoder packs a healthy Pod and any ReplicaSet (no edge, never judged): not
+    one kustomize-controller labelled, or the Kustomization's orphans would go unseen."""
+    model = HealthModel()
+    for obj in world(data_ks(BUILT_AN_HOUR_AGO), bare(kind)):
+        line = orjson.dumps({"type": "ADDED", "object": obj})
+        decoded = fast_path(obj["apiVersion"], obj["kind"]).decode(line).object
+        assert decoded is not None
+        model.upsert(decoded, now=NOW)
+    found = [f for f in model.evaluate(NOW).findings if f.type is FindingType.PRUNE_ORPHAN]
+    assert [f.id for f in found] == [f"PruneOrphan/{kind}/data/reports-once"]

@@ -95,7 +95,12 @@ KUSTOMIZED = "kustomized"
 def kustomized_by(obj: Mapping[str, Any]) -> Key | None:
     """The Kustomization whose kustomize-controller applied this object, as its
     kustomize.toolkit.fluxcd.io/name and /namespace labels say."""
-    labels = obj["metadata"].get("labels")
+    return kustomization_labelled(obj["metadata"].get("labels"))
+
+
+def kustomization_labelled(labels: Mapping[str, str] | None) -> Key | None:
+    """kustomized_by() of an object with these metadata.labels (the decoder asks before it
+    packs an object, which then gets no edge: see fastpath)."""
     if not labels:
         return None
     name, namespace = labels.get(f"{KUSTOMIZE_GROUP}/name"), labels.get(f"{KUSTOMIZE_GROUP}/namespace")

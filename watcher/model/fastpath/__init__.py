@@ -9,7 +9,9 @@ over-long value, an entry project() would drop, an ERROR event), decode() takes 
 
 A Pod running and ready with nothing failing (healthy(), by far the usual Pod), and every
 ReplicaSet, is not built as dicts at all but encoded straight into the Store's packed form
-(graph.Packed), which the model keeps without judging it again (HealthModel.upsert).
+(graph.Packed), which the model keeps without judging it again (HealthModel.upsert). Not one
+that kustomize-controller labelled as applied (a bare Pod or ReplicaSet in Git): a packed object
+gets no edge, and PruneOrphan judges what a Kustomization applied through that edge.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from msgspec import UNSET, Struct
 
 from watcher.model.decoded import Decoded, Malformed, ObjectKey, Page, Unreadable, metadata_of
 from watcher.model.fastpath.shapes import Unsure, kind_shape
-from watcher.model.graph import Packed, pack
+from watcher.model.graph import Packed, kustomization_labelled, kustomized_by, pack
 from watcher.model.objects import Key
 from watcher.model.projection import project_or_problem
 from watcher.model.schema import EVENT_KINDS
@@ -145,13 +147,14 @@ class FastPath:
         obj.apiVersion, obj.kind = self.api_version, self.kind
         if self._pod:  # checked first: a healthy Pod is packed, and needs no interned strings
             self._check(obj)
-            if healthy(obj):
+            labels = meta.labels if meta.labels is not UNSET else None
+            if healthy(obj) and kustomization_labelled(labels) is None:
                 return key, Packed(Key(self._group, self.kind, *key), pack(obj))
         self._fix(obj)
         out = msgspec.to_builtins(obj)
         if self._renames:  # an events.k8s.io Event, under its core/v1 names
             out = {self._renames.get(name, name): value for name, value in out.items()}
-        if self._packs:
+        if self._packs and kustomized_by(out) is None:
             return key, Packed(Key(self._group, self.kind, *key), pack(out))
         return key, out
 
