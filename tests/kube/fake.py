@@ -95,11 +95,13 @@ def stream(
     *lines: bytes,
     hold: bool = False,
     split: bool = False,
+    trickle: int = 0,
     paced: float = 0.0,
     written: asyncio.Event | None = None,
 ) -> Answer:
     """A watch response writing `lines`, then closing (or staying open and silent if `hold`).
-    With `split`, every line is sent in two writes, as a proxy may cut it; with `paced`, the
+    With `split`, every line is sent in two writes, as a proxy may cut it; with `trickle`, in
+    writes of that many bytes, as a hostile or starved proxy may pass it on; with `paced`, the
     lines are that many seconds apart, as a controller's status writes come. `written` is set
     once the last line is written."""
 
@@ -111,6 +113,10 @@ def stream(
                 await response.write(line[: len(line) // 2])
                 await asyncio.sleep(0.01)
                 await response.write(line[len(line) // 2 :])
+            elif trickle:
+                for start in range(0, len(line), trickle):
+                    await response.write(line[start : start + trickle])
+                    await asyncio.sleep(0.002)
             else:
                 await response.write(line)
             if paced:
