@@ -181,8 +181,7 @@ class CRDRisks:
 
     def reads(self, key: Key) -> bool:
         """Whether a change of `key` alone would have the next refresh judge again."""
-        reads = self._reads
-        return reads is None or key in reads.keys or (key.group, key.kind) in self._kinds
+        return not self._unaffected((key,), ())
 
     def _unaffected(self, touched: Collection[Key], edges: Collection[Edge]) -> bool:
         """None of these is read by the last judgement, nor of a kind it counts."""
