@@ -36,16 +36,16 @@ def render_text(impact: Impact) -> str:
     if impact.installers:
         head += ", installed by " + ", ".join(map(installer_name, impact.installers))
     lines = [head]
-    for child in root.children:
-        lines += _lines(child, depth=1)
+    for node, depth in root.levels():
+        if depth:
+            lines.append(_line(node, depth=depth))
     lines += ["", verdict(impact)]
     return "".join(printable(line) + "\n" for line in lines)
 
 
-def _lines(node: Node, *, depth: int) -> list[str]:
+def _line(node: Node, *, depth: int) -> str:
     stack = f" [{installer_name(node.stack)}]" if node.stack is not None and node.stack != node.key else ""
-    line = f"{'  ' * depth}{LABELS[node.effect]:<{_WIDTH}}  {describe(node.key)}{stack}: {node.why}"
-    return [line] + [text for child in node.children for text in _lines(child, depth=depth + 1)]
+    return f"{'  ' * depth}{LABELS[node.effect]:<{_WIDTH}}  {describe(node.key)}{stack}: {node.why}"
 
 
 def render_json(impact: Impact, *, code: int) -> str:
@@ -63,20 +63,59 @@ def render_json(impact: Impact, *, code: int) -> str:
             "stacks": [installer_name(k) for k in impact.stacks],
         },
         "not_looked_at": list(impact.blind),
-        "tree": _node(impact.root),
+        "tree": _TREE,
     }
-    return orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n"
+    text = orjson.dumps(document, option=orjson.OPT_INDENT_2).decode()
+    head, placeholder, tail = text.rpartition(orjson.dumps(_TREE).decode())
+    assert placeholder, "the tree's place in the document"
+    return head + _tree(impact.root) + tail + "\n"
+
+
+_TREE = "\x00tree"
+"""Where the tree goes in the document: orjson nests at most 255 levels, and a dependsOn chain is
+deeper than that as often as a cluster makes it, so the tree is written out by _tree()."""
 
 
 def _key(key: Key) -> dict[str, str]:
     return {"group": key.group, "kind": key.kind, "namespace": key.namespace, "name": key.name}
 
 
-def _node(node: Node) -> dict[str, Any]:
+def _fields(node: Node) -> dict[str, Any]:
     return {
         **_key(node.key),
         "effect": str(node.effect),
         "why": node.why,
         "stack": installer_name(node.stack) if node.stack is not None else None,
-        "children": [_node(child) for child in node.children],
     }
+
+
+def _tree(root: Node) -> str:
+    """The tree as `"children"`-nested objects, laid out as orjson's OPT_INDENT_2 lays out the rest
+    of the document (the root's brace follows `"tree": `), without recursion."""
+    out: list[str] = []
+    pending: list[tuple[Node, int, bool] | str] = [(root, 1, True)]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            out.append(item)
+            continue
+        node, level, last = item
+        pad, inner = "  " * level, "  " * (level + 1)
+        out.append("{\n" if level == 1 else f"{pad}{{\n")
+        out += [
+            f"{inner}{orjson.dumps(k).decode()}: {orjson.dumps(v).decode()},\n"
+            for k, v in _fields(node).items()
+        ]
+        closing = f"{pad}}}" + ("" if last or level == 1 else ",") + ("" if level == 1 else "\n")
+        if not node.children:
+            out.append(f'{inner}"children": []\n')
+            out.append(closing)
+            continue
+        out.append(f'{inner}"children": [\n')
+        pending += [closing, f"{inner}]\n"]
+        count = len(node.children)
+        pending += [
+            (child, level + 2, index == count - 1)
+            for index, child in reversed(list(enumerate(node.children)))
+        ]
+    return "".join(out)

@@ -80,15 +80,36 @@ def impact(target: Key, store: Store, *, controllers: Sequence[ControllerSpec], 
                     below[key].append(child)
                     queue.append((child, child_effect))
 
-    def node(key: Key) -> Node:
-        effect, why, parent = found[key]
-        children = sorted(below.get(key, ()), key=lambda k: (list(Effect).index(found[k][0]), k))
-        return Node(key, effect, why, walk.stack(key, parent), tuple(node(c) for c in children))
-
+    root = _tree(target, found, below, walk)
     obj = store.get(target)
     installers = tuple(dict.fromkeys(claims(store, obj))) if obj is not None else ()
     action = Action.STOPPING if walk.controller(target) is not None else Action.REMOVING
-    return Impact(node(target), action, installers, tuple(walk.blind))
+    return Impact(root, action, installers, tuple(walk.blind))
+
+
+def _tree(
+    target: Key,
+    found: Mapping[Key, tuple[Effect, str, Key | None]],
+    below: Mapping[Key, list[Key]],
+    walk: _Walk,
+) -> Node:
+    """The nodes, without recursion: a dependsOn chain is as deep as a cluster makes it (a
+    recursive build failed past ~1,000 levels). Each object's stack is read in tree order, as
+    a reader walks it; the nodes are then built children first."""
+    rank = {effect: index for index, effect in enumerate(Effect)}
+    stacks: dict[Key, Key | None] = {}
+    children: dict[Key, list[Key]] = {}
+    pending = [target]
+    while pending:
+        key = pending.pop()
+        stacks[key] = walk.stack(key, found[key][2])
+        children[key] = sorted(below.get(key, ()), key=lambda k: (rank[found[k][0]], k))
+        pending.extend(reversed(children[key]))
+    nodes: dict[Key, Node] = {}
+    for key in reversed(stacks):
+        effect, why, _ = found[key]
+        nodes[key] = Node(key, effect, why, stacks[key], tuple(nodes[c] for c in children[key]))
+    return nodes[target]
 
 
 Consequence = tuple[Key, Effect, str]

@@ -51,9 +51,17 @@ class Node:
     children: tuple[Node, ...] = ()
 
     def walk(self) -> Iterator[Node]:
-        yield self
-        for child in self.children:
-            yield from child.walk()
+        """This node and every node under it, parents first."""
+        return (node for node, _ in self.levels())
+
+    def levels(self) -> Iterator[tuple[Node, int]]:
+        """walk() with each node's depth below this one; without recursion, since a dependsOn
+        chain is as deep as a cluster makes it (see impact._tree)."""
+        pending = [(self, 0)]
+        while pending:
+            node, depth = pending.pop()
+            yield node, depth
+            pending.extend((child, depth + 1) for child in reversed(node.children))
 
 
 @dataclass(frozen=True, slots=True)
