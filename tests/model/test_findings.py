@@ -309,6 +309,19 @@ def test_dependency_blocked_root_cause_is_the_deepest_failing_dependency() -> No
     assert {s["name"] for s in findings[f"Stalled/{KS}/base"].affected} == {"infra", "apps"}
 
 
+def test_a_dependency_chain_thousands_long_has_its_deepest_failure_as_its_one_root() -> None:
+    """As long as a cluster makes it: followed by recursion, a few hundred blocked objects raised
+    RecursionError and failed the whole evaluation. Named so that sorted names ask the far end first."""
+    chain = [stalled("k0")] + [waiting_on(f"k{i}", f"k{i - 1}", ago=MIN) for i in range(1, 3000)]
+
+    evaluation = run(flux(), git_repository(), chain)
+
+    [root] = evaluation.roots
+    assert root.id == f"Stalled/{KS}/k0"
+    assert len(root.affected) == 2999
+    assert all(f.root_cause == root.id for f in evaluation.findings if f is not root)
+
+
 def test_dependency_cycle_is_reported_once_past_threshold_without_looping() -> None:
     cycle = [waiting_on("a", "b", ago=HOUR), waiting_on("b", "a", ago=HOUR)]
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -255,8 +256,10 @@ def _dependencies(run: Pass) -> None:
 class _Chains:
     """What each object a DependencyBlocked waits on settles as, found once per pass.
 
-    A class, not a closure that calls itself: such a closure is a reference cycle, which kept
-    the whole pass (every working copy) alive until a garbage collection found it.
+    Without recursion: a dependsOn chain is as long as a cluster makes it, and one of a few
+    hundred blocked objects raised RecursionError, which failed every evaluation. Nor a closure
+    that calls itself: such a closure is a reference cycle, which kept the whole pass (every
+    working copy) alive until a garbage collection found it.
     """
 
     def __init__(self, run: Pass) -> None:
@@ -266,7 +269,24 @@ class _Chains:
         self.visiting: set[Key] = set()
 
     def settle(self, key: Key) -> str | None:
-        """The primary finding the object at `key` settles as (None: none, or a cycle)."""
+        """The primary finding the object at `key` settles as (None: none, or a cycle): for a
+        DependencyBlocked, what the first object it waits on that settles as a finding settles
+        as, the objects after that one not asked at all."""
+        frames: list[_Blocked] = []
+        value = self._enter(key, frames)
+        while frames:
+            frame = frames[-1]
+            if frame.asked and value is not None:
+                value = self._leave(frames.pop(), value)
+            elif frame.asked < len(frame.waited):
+                frame.asked += 1
+                value = self._enter(frame.waited[frame.asked - 1], frames)
+            else:
+                value = self._leave(frames.pop(), None)
+        return value
+
+    def _enter(self, key: Key, frames: list[_Blocked]) -> str | None:
+        """What `key` settles as, unless it is a DependencyBlocked to follow: then a frame for it."""
         if key in self.settled:
             return self.settled[key]
         if key in self.visiting:
@@ -275,22 +295,42 @@ class _Chains:
         self.visiting.add(key)
         primary = run.primary(key)
         finding = run.found[primary] if primary is not None else None
-        if finding is not None and finding.type is FindingType.DEPENDENCY_BLOCKED:
-            obj = run.store.get(key) or {}
-            waited = _waited_on(run, obj, finding.evidence.get("waits_on", "dependsOn")) if obj else []
-            target = next((t for t in (self.settle(k) for k in waited) if t is not None), None)
-            if target is not None:
-                run.links[finding.id] = target
-                blocker = run.found[target]
-                finding.message += f" It waits on {describe(blocker.subject)}, which has {blocker.type}."
-            elif finding.since is None or after(finding.since, self.threshold) > run.now:
-                run.drop(finding.id)
-                primary = run.primary(key)
-            else:
-                _unexplained_block(run, finding, waited)
+        if finding is None or finding.type is not FindingType.DEPENDENCY_BLOCKED:
+            return self._settled(key, primary)
+        obj = run.store.get(key) or {}
+        waited = _waited_on(run, obj, finding.evidence.get("waits_on", "dependsOn")) if obj else []
+        frames.append(_Blocked(key, finding, waited))
+        return None
+
+    def _leave(self, frame: _Blocked, target: str | None) -> str | None:
+        """A DependencyBlocked whose waited-on objects were asked: `target`, what explains it."""
+        run, finding = self.run, frame.finding
+        primary: str | None = finding.id
+        if target is not None:
+            run.links[finding.id] = target
+            blocker = run.found[target]
+            finding.message += f" It waits on {describe(blocker.subject)}, which has {blocker.type}."
+        elif finding.since is None or after(finding.since, self.threshold) > run.now:
+            run.drop(finding.id)
+            primary = run.primary(frame.key)
+        else:
+            _unexplained_block(run, finding, frame.waited)
+        return self._settled(frame.key, primary)
+
+    def _settled(self, key: Key, primary: str | None) -> str | None:
         self.visiting.discard(key)
         self.settled[key] = primary
         return primary
+
+
+@dataclass(slots=True)
+class _Blocked:
+    """A DependencyBlocked being settled: what it waits on, and how many of those were asked."""
+
+    key: Key
+    finding: Finding
+    waited: list[Key]
+    asked: int = 0
 
 
 def _unexplained_block(run: Pass, finding: Finding, waited: Sequence[Key]) -> None:
