@@ -197,10 +197,11 @@ class Writers:
         written = fields_of(obj)
         if written is None:
             return
-        before = marks_in(previous)
         fight = self._fights.get(key)
         generation = obj["metadata"].get("generation", 0)
-        if before is None or previous is None or generation <= previous["metadata"].get("generation", 0):
+        turned = previous is not None and generation > previous["metadata"].get("generation", 0)
+        before = marks_in(previous) if turned or fight is not None else None  # not for a status write
+        if before is None or not turned:
             if fight is not None:  # no spec change, no turn: who owns what may still have moved
                 texts, marks = marks_of(written)
                 if marks != before:
