@@ -92,7 +92,7 @@ async def test_a_burst_of_events_is_coalesced_into_one_evaluation_shortly_after(
         pytest.param(None, 100.0, 0.05, id="the-first-change-waits-the-debounce"),
         pytest.param((9.98, 10.0, 0.02), 100.0, 0.05, id="a-change-after-a-quiet-spell-waits-the-debounce"),
         pytest.param(
-            (99.99, 100.0, 0.01), 100.0, 0.01 * Pacing.SHARE, id="back-to-back-passes-are-spread-by-cost"
+            (99.99, 100.0, 0.002), 100.0, 0.002 * Pacing.SHARE, id="back-to-back-passes-are-spread-by-cost"
         ),
         pytest.param(
             (100.0, 100.0, 0.0001), 100.0, 0.05, id="a-cheap-pass-never-waits-less-than-the-debounce"

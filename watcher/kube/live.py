@@ -107,10 +107,13 @@ class Pacing:
     busy shared machine does not slow the passes down further.
     """
 
-    SHARE = 39
-    """Wait 39 times a pass's cost after it: evaluation uses at most 2.5% of a core under churn.
-    At 10k objects under the benchmark's churn a pass costs 10-20 ms of CPU, so changes then
-    wait `longest` (BENCHMARKS.md, "CPU under churn, like for like")."""
+    SHARE = 99
+    """Wait 99 times a pass's cost after it: evaluation uses at most 1% of a core under churn.
+    Most of a pass under churn is correlation, which runs whole on every pass whose candidates
+    changed, so its cost is per pass, not per change: at 1k objects (passes of about 4 ms)
+    fewer passes are what brings the watcher under kube-state-metrics' CPU, and a change still
+    waits at most `longest`. From 10k objects on, a pass costs 10-20 ms and changes wait
+    `longest` anyway (BENCHMARKS.md, "Pacing at 1% of a core")."""
 
     def __init__(self, *, debounce: float, longest: float) -> None:
         self.debounce, self.longest = debounce, longest

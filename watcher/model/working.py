@@ -8,6 +8,7 @@ copy came from (its candidate, which cross-pass caches use to tell an unchanged 
 
 from __future__ import annotations
 
+from bisect import insort
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -116,11 +117,14 @@ class Pass:
         if ids is None:
             self.by_subject[key] = [fid]
         else:
-            ids.append(fid)
-            ids.sort(key=lambda i: (_RANK[self.found[i].type], i))
+            insort(ids, fid, key=self._rank)
         if link is not None:
             self.links[fid] = link
         return copy
+
+    def _rank(self, finding_id_: str) -> tuple[int, str]:
+        """Where a finding goes among its subject's: PRECEDENCE order, then by id."""
+        return _RANK[self.found[finding_id_].type], finding_id_
 
     def promote(self, key: Key) -> None:
         """Admit the satellite on this subject (if any), as if it had been a candidate."""
