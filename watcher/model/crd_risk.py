@@ -180,8 +180,10 @@ class CRDRisks:
         return changed
 
     def reads(self, key: Key) -> bool:
-        """Whether a change of `key` alone would have the next refresh judge again."""
-        return not self._unaffected((key,), ())
+        """Whether a change of `key` alone would have the next refresh judge again (_unaffected
+        for this one key, asked of every packed Pod: without building its arguments)."""
+        reads = self._reads
+        return reads is None or key in reads.keys or (key.group, key.kind) in self._kinds
 
     def _unaffected(self, touched: Collection[Key], edges: Collection[Edge]) -> bool:
         """None of these is read by the last judgement, nor of a kind it counts."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from collections.abc import Sequence
 from datetime import datetime
 
 from watcher.model.objects import Key
@@ -35,10 +36,13 @@ class Deadlines:
         self._due[key] = when
         heapq.heappush(self._heap, (when, next(self._seq), key))
 
-    def pop_due(self, now: datetime) -> list[Key]:
-        """The keys due at `now` (at or before it), each forgotten once returned."""
-        due = []
+    def pop_due(self, now: datetime) -> Sequence[Key]:
+        """The keys due at `now` (at or before it), each forgotten once returned (asked by every
+        evaluation, most often of a heap with nothing due: then nothing is built)."""
         heap = self._heap
+        if not heap or heap[0][0] > now:
+            return ()
+        due = []
         while heap and heap[0][0] <= now:
             when, _, key = heapq.heappop(heap)
             if self._due.get(key) == when:  # else superseded by a later schedule()

@@ -156,8 +156,8 @@ class HealthModel:
             reads is None
             or key in reads.keys
             or self._correlator.reads(key)
-            or self._rules.reads(key)
             or bool(self._store.referrers("source", key))
+            or self._rules.reads(key)
         )
 
     def delete(self, obj: Mapping[str, Any], *, now: datetime) -> None:

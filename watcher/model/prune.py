@@ -281,8 +281,8 @@ class PruneOrphans:
         """Whether a change of `key` alone would have the next refresh judge something again."""
         return (
             self._all
-            or self._applied(key)
             or (key.group, key.kind) == KUSTOMIZATION
+            or self._applied(key)
             or bool(self._sourced(key))
         )
 
