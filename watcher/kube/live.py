@@ -108,12 +108,12 @@ class Pacing:
     """
 
     SHARE = 99
-    """Wait 99 times a pass's cost after it: evaluation uses at most 1% of a core under churn.
-    Most of a pass under churn is correlation, which runs whole on every pass whose candidates
-    changed, so its cost is per pass, not per change: at 1k objects (passes of about 4 ms)
-    fewer passes are what brings the watcher under kube-state-metrics' CPU, and a change still
-    waits at most `longest`. From 10k objects on, a pass costs 10-20 ms and changes wait
-    `longest` anyway (BENCHMARKS.md, "Pacing at 1% of a core")."""
+    """Wait 99 times a pass's cost after it: evaluation uses at most 1% of a core under churn,
+    and a change still waits at most `longest`. Most of a pass under churn is correlation, which
+    runs whole on every pass whose candidates changed, so it costs per pass, not per change:
+    fewer passes are what keeps the watcher under kube-state-metrics' CPU at 1k objects (at 39,
+    2.5% of a core, it was not). The price is latency where passes are cheap: a change waits up
+    to `longest` more often (BENCHMARKS.md, "Pacing at 1% of a core")."""
 
     def __init__(self, *, debounce: float, longest: float) -> None:
         self.debounce, self.longest = debounce, longest
