@@ -180,20 +180,15 @@ class CRDRisks:
         return changed
 
     def reads(self, key: Key) -> bool:
-        """Whether a change of `key` alone would have the next refresh judge again (_unaffected
-        for this one key, asked of every packed Pod: without building its arguments)."""
+        """Whether a change of `key` alone would have the next refresh judge again: the last
+        judgement read it or counts its kind (asked of every packed Pod, so built of lookups)."""
         reads = self._reads
         return reads is None or key in reads.keys or (key.group, key.kind) in self._kinds
 
     def _unaffected(self, touched: Collection[Key], edges: Collection[Edge]) -> bool:
         """None of these is read by the last judgement, nor of a kind it counts."""
-        reads, kinds = self._reads, self._kinds
-        return (
-            reads is not None
-            and reads.keys.isdisjoint(touched)
-            and reads.edges.isdisjoint(edges)
-            and not any((k.group, k.kind) in kinds for k in touched)
-        )
+        reads = self._reads
+        return reads is not None and reads.edges.isdisjoint(edges) and not any(map(self.reads, touched))
 
     def findings(self) -> list[Finding]:
         return list(self._findings.values())
