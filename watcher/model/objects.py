@@ -246,7 +246,9 @@ def annotations_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
 
 
 def is_deleting(obj: Mapping[str, Any]) -> bool:
-    return bool(text(obj, "metadata", "deletionTimestamp"))
+    meta = obj.get("metadata")  # dig()'s answer, without its loop: every Pod rule asks this first
+    value = meta.get("deletionTimestamp") if type(meta) is dict else dig(obj, "metadata", "deletionTimestamp")
+    return isinstance(value, str) and bool(value)
 
 
 def condition_evidence(obj: Mapping[str, Any], *kinds: str) -> dict[str, Any]:

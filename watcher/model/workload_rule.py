@@ -56,7 +56,8 @@ def workload_unhealthy(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
     state = state_of(obj, lambda: ctx.pods(obj["metadata"].get("namespace", "")))
     if state.failing is None or not _lasted(state, ctx):
         return None
-    message = f"{describe(subject_of(obj))} {describe_state(state)}"
+    subject = subject_of(obj)
+    message = f"{describe(subject)} {describe_state(state)}"
     if state.since is not None:
         message += f" since {rfc3339(state.since)}"
     if state.message and state.failing is not HealthReason.GENERATION_NOT_OBSERVED:
@@ -71,4 +72,4 @@ def workload_unhealthy(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
         **termination_evidence(state),
         "message": state.message,
     }
-    return ctx.finding(FindingType.WORKLOAD_UNHEALTHY, subject_of(obj), message, state.since, evidence)
+    return ctx.finding(FindingType.WORKLOAD_UNHEALTHY, subject, message, state.since, evidence)

@@ -26,6 +26,7 @@ from watcher.model.objects import (
     is_deleting,
     key_of,
     labels_of,
+    parse_time,
     spec_written_at,
     text,
     time_at,
@@ -89,7 +90,7 @@ def _container(
     since: datetime | None,
 ) -> WorkloadState:
     """A failing Pod's state, told by one of its containers (restarts and last exit included)."""
-    ended = dig(cs, "state", "terminated") or dig(cs, "lastState", "terminated") or {}
+    ended = (cs.get("state") or _NOTHING).get("terminated") or _last_exit(cs)
     return WorkloadState(
         ready=ready,
         failing=failing,
@@ -102,6 +103,15 @@ def _container(
         exit_code=ended.get("exitCode"),
         since=since,
     )
+
+
+_NOTHING: Mapping[str, Any] = {}
+"""What an absent part of a container status reads as. The schema (schema.py) keeps each part a
+mapping or drops it, so the hot per-container reads below are plain gets, not dig()s."""
+
+
+def _last_exit(cs: Mapping[str, Any]) -> Mapping[str, Any]:
+    return (cs.get("lastState") or _NOTHING).get("terminated") or _NOTHING
 
 
 def _statuses(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -125,21 +135,23 @@ def pod_state(pod: Mapping[str, Any]) -> WorkloadState:
     ready = phase == "Running" and ready_cond is not None and ready_cond["status"] == "True"
     statuses = _statuses(pod)
     for cs in statuses:
-        waiting = dig(cs, "state", "waiting", "reason") or ""
-        oom = dig(cs, "lastState", "terminated", "reason") == "OOMKilled"
-        reason = _WAITING.get(waiting)
+        now_in = cs.get("state") or _NOTHING
+        waiting = now_in.get("waiting") or _NOTHING
+        said = waiting.get("reason") or ""
+        oom = _last_exit(cs).get("reason") == "OOMKilled"
+        reason = _WAITING.get(said)
         if reason is HealthReason.CRASH_LOOP_BACK_OFF and oom:
             reason = HealthReason.OOM_KILLED
-        if reason is None and oom and not cs.get("ready", False) and dig(cs, "state", "running") is not None:
-            reason, waiting = HealthReason.OOM_KILLED, "OOMKilled"
+        if reason is None and oom and not cs.get("ready", False) and now_in.get("running") is not None:
+            reason, said = HealthReason.OOM_KILLED, "OOMKilled"
         if reason is None:
             continue
         if reason in (HealthReason.CRASH_LOOP_BACK_OFF, HealthReason.OOM_KILLED):
-            since = time_at(pod, "status", "startTime") or _created(pod)
+            since = parse_time(status.get("startTime")) or _created(pod)
         else:
             since = _not_ready_since(ready_cond) or _created(pod)
-        message = dig(cs, "state", "waiting", "message") or ""
-        return _container(cs, ready=ready, failing=reason, detail=waiting, message=message, since=since)
+        message = waiting.get("message") or ""
+        return _container(cs, ready=ready, failing=reason, detail=said, message=message, since=since)
     if ready:
         return WorkloadState(ready=True)
     scheduled = condition(pod, "PodScheduled")
@@ -338,7 +350,8 @@ def state_of(obj: Mapping[str, Any], pods: Pods = tuple) -> WorkloadState:
     """A Pod's or workload's state; a failed Pod counts only when no workload replaces it."""
     if obj["kind"] != "Pod":
         return workload_state(obj, pods)
-    if text(obj, "status", "phase") == "Failed" and not is_deleting(obj) and not replaced(obj):
+    status = obj.get("status") or _NOTHING
+    if status.get("phase") == "Failed" and not is_deleting(obj) and not replaced(obj):
         return failed_pod_state(obj)
     return pod_state(obj)
 
@@ -359,7 +372,7 @@ def exit_text(state: WorkloadState) -> str:
     if state.last_termination:
         code = f" (exit code {state.exit_code})" if state.exit_code is not None else ""
         parts.append(f"last exited with {state.last_termination}{code}")
-    return ", ".join(p for p in parts if p)
+    return ", ".join([p for p in parts if p])
 
 
 def termination_evidence(state: WorkloadState) -> dict[str, Any]:
@@ -388,5 +401,5 @@ def describe_state(state: WorkloadState) -> str:
         f"image {state.image}" if state.image else "",
         exit_text(state),
     ]
-    listed = ", ".join(p for p in parts if p)
+    listed = ", ".join([p for p in parts if p])
     return head + (f" ({listed})" if listed else "")
