@@ -24,6 +24,7 @@ from tests.model.builders import (
     helm_release,
     kustomization,
     lease,
+    pod,
     run,
 )
 from watcher.export.report import render_json, render_text
@@ -274,3 +275,25 @@ def test_an_object_whose_wrong_typed_fields_left_nothing_to_read_is_never_all_he
 
     assert "all healthy" not in text.lower()
     assert "status is not an object (WrongType" in text
+
+
+def test_a_pod_whose_container_status_parts_are_wrong_typed_is_judged_from_the_rest() -> None:
+    """The workload rule reads a container's state and lastState as mappings: project() leaves
+    out any that is not one, so a hostile part costs its own field, not the Pod's verdict."""
+    hostile = pod("web-7d9f-abcde", "apps", app="web", ready=False, waiting="CrashLoopBackOff")
+    hostile["status"]["containerStatuses"][0]["lastState"] = {"terminated": "oops"}
+    hostile["status"]["containerStatuses"] += [
+        {"name": "sidecar", "ready": False, "state": "garbage", "lastState": 5},
+        {"name": "init", "ready": False, "state": {"waiting": "x"}},
+    ]
+
+    evaluation = run(*flux(), hostile)
+
+    [finding] = evaluation.findings
+    assert (str(finding.type), finding.evidence["detail"]) == ("WorkloadUnhealthy", "CrashLoopBackOff")
+    assert [(r.field, str(r.reason), r.evaluated) for r in evaluation.rejected] == [
+        ("status.containerStatuses[0].lastState.terminated", "WrongType", True),
+        ("status.containerStatuses[1].state", "WrongType", True),
+        ("status.containerStatuses[1].lastState", "WrongType", True),
+        ("status.containerStatuses[2].state.waiting", "WrongType", True),
+    ]
