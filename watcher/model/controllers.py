@@ -31,14 +31,13 @@ from watcher.model.objects import (
     transition,
 )
 from watcher.model.types import ControllerHealth, ControllerSpec, HealthReason, Thresholds
+from watcher.model.workload_words import exit_text, termination_evidence
 from watcher.model.workloads import (
     WorkloadState,
     available_replicas,
     desired_replicas,
-    exit_text,
     owner_workload,
     pod_state,
-    termination_evidence,
 )
 
 _TICK = timedelta(microseconds=1)

@@ -26,7 +26,8 @@ from watcher.model.objects import (
 )
 from watcher.model.types import Finding, FindingType, rfc3339
 from watcher.model.working import Pass
-from watcher.model.workloads import WorkloadState, describe_state, state_of
+from watcher.model.workload_words import describe_state
+from watcher.model.workloads import WorkloadState, state_of
 
 
 @dataclass(frozen=True, slots=True)

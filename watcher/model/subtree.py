@@ -38,7 +38,8 @@ from watcher.model.objects import (
 )
 from watcher.model.revisions import same_revision, short
 from watcher.model.types import HealthReason, ObjectHealth, Status, Subject
-from watcher.model.workloads import BACK_OFF, describe_state, owner_workload, pod_state, replaced
+from watcher.model.workload_words import describe_state
+from watcher.model.workloads import BACK_OFF, owner_workload, pod_state, replaced
 
 
 class State(StrEnum):

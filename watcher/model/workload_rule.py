@@ -13,7 +13,8 @@ from typing import Any
 from watcher.model.context import Ctx
 from watcher.model.objects import describe, sentence, subject_of
 from watcher.model.types import Finding, FindingType, HealthReason, rfc3339
-from watcher.model.workloads import BACK_OFF, WorkloadState, describe_state, state_of, termination_evidence
+from watcher.model.workload_words import describe_state, termination_evidence
+from watcher.model.workloads import BACK_OFF, WorkloadState, state_of
 
 _ADVICE: Mapping[HealthReason, str] = {
     HealthReason.IMAGE_PULL_BACK_OFF: "Check the image name/tag and the registry credentials.",
