@@ -30,7 +30,9 @@ import orjson
 from bench import procs
 
 OLD_REF = "b52804f"
-ROUNDS = 3
+ROUNDS = 5
+"""Five, not three (until 2026-12-06): a median of three moves with one unlucky round, and the
+1k incident and 10k paced cells flipped sign between runs by about the width of their noise."""
 MODES = ("passes", "rss")
 RUNNER = "import runpy, sys; sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
 """Runs bench/side.py as a file, so that only the tree under test (the working directory,
