@@ -13,9 +13,13 @@ from watcher.model.compliance import ComplianceReport
 from watcher.model.types import ControllerHealth, Finding, ObjectHealth, Rejection, RevisionInfo
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Evaluation:
-    """Everything the renderers need, computed once per change."""
+    """Everything the renderers need, computed once per change; only read once made.
+
+    Not frozen: every evaluation that finds nothing changed makes one (at()), and a frozen
+    dataclass of nine fields costs 0.67 µs to build against 0.12 µs, about 3% of an event at
+    50k objects when each event is evaluated."""
 
     now: datetime
     findings: list[Finding]
