@@ -31,7 +31,7 @@ from watcher.model.objects import (
     transition,
 )
 from watcher.model.types import ControllerHealth, ControllerSpec, HealthReason, Thresholds
-from watcher.model.workload_words import exit_text, termination_evidence
+from watcher.model.workload_words import particulars, termination_evidence
 from watcher.model.workloads import (
     WorkloadState,
     available_replicas,
@@ -249,9 +249,7 @@ def controller_state(
         if reason is HealthReason.NOT_READY and state.restarted_after_exit:
             detail = f"pod {pod['metadata']['name']} is not ready: its container exits and is restarted"
             advice = _ADVICE[HealthReason.CRASH_LOOP_BACK_OFF]
-        listed = ", ".join(p for p in (f"image {state.image}" if state.image else "", exit_text(state)) if p)
-        if listed:
-            detail += f" ({listed})"
+        detail += particulars(state, container=False)
         evidence.update(
             pod=pod["metadata"]["name"],
             waiting_reason=state.detail,

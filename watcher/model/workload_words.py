@@ -48,10 +48,16 @@ def describe_state(state: WorkloadState) -> str:
         head = "is Running but not Ready" if state.detail == "Running" else f"is in {state.detail}"
     else:
         head = f"is in {state.failing}"
+    return head + particulars(state)
+
+
+def particulars(state: WorkloadState, *, container: bool = True) -> str:
+    """` (container app, image x:1, restarted 6 times, ...)`, what of it is known, or "" (the
+    controller-down finding names the Pod instead of the container: `container=False`)."""
     parts = [
-        f"container {state.container}" if state.container else "",
+        f"container {state.container}" if container and state.container else "",
         f"image {state.image}" if state.image else "",
         exit_text(state),
     ]
     listed = ", ".join([p for p in parts if p])
-    return head + (f" ({listed})" if listed else "")
+    return f" ({listed})" if listed else ""
