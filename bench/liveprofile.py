@@ -52,11 +52,11 @@ def _any(file: str, function: str = "") -> Match:
 JOBS: tuple[tuple[str, Match], ...] = (
     ("garbage collection (seen in the timing hook)", _any(r"bench/traced", r"_collection")),
     ("logging", _any(r"/logging/")),
-    ("correlation", _any(r"watcher/model/(correlate|owners|working|releases|roots)")),
+    ("correlation", _any(r"watcher/model/(correlate/|store/(owners|working))")),
     ("evaluation (rules, kstatus, health rows)", _any(r"watcher/(model/engine|kube/live)", r"evaluate")),
     ("/metrics render", _any(r"watcher/export/")),
     ("HTTP handlers (web/)", _any(r"watcher/web/")),
-    ("decode (fast path, projection)", _any(r"watcher/model/(fastpath|projection)")),
+    ("decode (fast path, projection)", _any(r"watcher/model/ingest/(fastpath|projection)")),
     ("model upsert", _any(r"watcher/(model/|kube/live)")),
     ("watch stream reading (reflector, aiohttp client)", _any(r"watcher/kube/reflector", r"_stream|_watch")),
     ("reflector, other", _any(r"watcher/kube/reflector")),

@@ -25,9 +25,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from watcher.model.engine import HealthModel
-from watcher.model.projection import project
-from watcher.model.stacks import STACK_KINDS
+from watcher.model.ingest.projection import project
 from watcher.model.types import ModelConfig
+from watcher.model.views.stacks import STACK_KINDS
 from watcher.web.page import PageState, render_page
 from watcher.web.query import Query, parse_query
 from watcher.web.stacks import Stacks

@@ -41,7 +41,7 @@ from watcher.kube.client import get
 from watcher.kube.live import LiveModel, Pacing, SyncCollections
 from watcher.kube.resources import BUILT_IN, Resource
 from watcher.model.engine import HealthModel
-from watcher.model.fastpath import fast_path
+from watcher.model.ingest.fastpath import fast_path
 from watcher.model.types import ModelConfig
 
 MODELS = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from datetime import timedelta
 
-from watcher.model.objects import parse_duration
+from watcher.model.ingest.objects import parse_duration
 
 
 def positive_duration(text: str) -> timedelta:

@@ -49,7 +49,7 @@ from pydantic_settings import (
 from watcher.config_input import ConfigError as ConfigError  # callers catch it from watcher.config
 from watcher.config_input import format_validation_error, read_config_file, settings_error_message, shown
 from watcher.inputs import yaml_problem
-from watcher.model.objects import duration_seconds, format_duration
+from watcher.model.ingest.objects import duration_seconds, format_duration
 from watcher.model.types import (
     DEFAULT_CONTROLLERS,
     DEFAULT_SEVERITIES,

@@ -4,7 +4,7 @@ The objects come from the readers `analyze` and `run` use: snapshot files throug
 watcher.snapshot, or the cluster through one ClusterWatcher that lists the kinds the answer
 reads (workloads, CRDs and the custom kinds configured controllers reconcile, plus the
 target's own group) and stops once each is listed or forbidden. They go into a graph.Store,
-and the pure watcher.model.impact walks it; watcher.export.impact prints the result.
+and the pure watcher.model.views.impact walks it; watcher.export.impact prints the result.
 """
 
 from __future__ import annotations
@@ -19,12 +19,14 @@ from typing import Any
 from watcher.cli_args import add_cluster_arguments, positive_duration
 from watcher.config import Settings, build_model_config, load_settings, parse_set_options
 from watcher.export.impact import render_json, render_text
-from watcher.model.graph import Packed, Store
-from watcher.model.impact import impact
-from watcher.model.impact_tree import Outcome, Sight, SnapshotSight
-from watcher.model.kinds import CRD_KIND
-from watcher.model.objects import describe, format_duration, key_of
-from watcher.model.spelling import (
+from watcher.model.ingest.kinds import CRD_KIND
+from watcher.model.ingest.objects import describe, format_duration, key_of
+from watcher.model.ingest.packed import Packed
+from watcher.model.store.graph import Store
+from watcher.model.types import ControllerSpec
+from watcher.model.views.impact import impact
+from watcher.model.views.impact_tree import Outcome, Sight, SnapshotSight
+from watcher.model.views.spelling import (
     CRD_GROUP,
     KNOWN,
     SpellingError,
@@ -33,7 +35,6 @@ from watcher.model.spelling import (
     resolve_kind,
     spellings,
 )
-from watcher.model.types import ControllerSpec
 from watcher.terminal import complain, printable
 
 _EXITS: tuple[tuple[int, str], ...] = (

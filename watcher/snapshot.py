@@ -31,7 +31,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from watcher.inputs import InputError, Refused, read_path, read_stream, shape_problem, yaml_documents
-from watcher.model.projection import project_or_problem
+from watcher.model.ingest.projection import project_or_problem
 
 MAX_FILE_BYTES = 256 * 1024 * 1024
 MAX_DEPTH = 100

@@ -4,7 +4,7 @@ with what it became: converged, failed, stale, timed out, or that it could not l
 The watching is `stalewatch run`'s own: one ClusterWatcher (a list + watch per kind, no
 polling) feeds the live model, and a graph.Store of the same projections answers what the
 verdict reads (inventories, releases, Pods). After every change (debounced) and every tick
-(thresholds, --grace, the deadline) the pure watcher.model.convergence.judge decides; the
+(thresholds, --grace, the deadline) the pure watcher.model.views.convergence.judge decides; the
 first outcome that is not WAITING ends the wait. Progress goes to stderr when the picture
 changes; the verdict to stdout (text, or one JSON document with -o json, see docs/wait.md).
 """
@@ -28,11 +28,12 @@ from watcher.kube.live import LiveModel
 from watcher.kube.reflector import WatchOptions
 from watcher.kube.resources import Resource
 from watcher.logs import setup_logging
-from watcher.model.convergence import Blind, Outcome, Verdict, default_revision, judge
-from watcher.model.graph import Packed, Store
-from watcher.model.kinds import KINDS, Judge
-from watcher.model.objects import key_of
-from watcher.model.targets import Target, TargetError, check_revision, parse_target
+from watcher.model.ingest.kinds import KINDS, Judge
+from watcher.model.ingest.objects import key_of
+from watcher.model.ingest.packed import Packed
+from watcher.model.store.graph import Store
+from watcher.model.views.convergence import Blind, Outcome, Verdict, default_revision, judge
+from watcher.model.views.targets import Target, TargetError, check_revision, parse_target
 from watcher.telemetry import Telemetry
 from watcher.terminal import complain
 

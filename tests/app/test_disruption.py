@@ -24,7 +24,7 @@ from tests.kube.support import running as stalewatch_running
 from tests.kubeclient import Kube
 from watcher.config import Settings, build_model_config
 from watcher.model.engine import evaluate
-from watcher.model.projection import MalformedObject, project
+from watcher.model.ingest.projection import MalformedObject, project
 
 pytestmark = pytest.mark.cluster
 

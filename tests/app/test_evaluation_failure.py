@@ -23,7 +23,7 @@ from watcher.export.metrics import build_registry
 from watcher.export.watcher_metrics import WatcherCollector
 from watcher.kube.live import LiveModel
 from watcher.kube.resources import Resource
-from watcher.model.projection import project
+from watcher.model.ingest.projection import project
 from watcher.model.types import ModelConfig
 from watcher.telemetry import Telemetry
 from watcher.web.server import create_app

@@ -17,7 +17,7 @@ from watcher.export.metrics import build_registry
 from watcher.export.watcher_metrics import WatcherCollector
 from watcher.model.engine import evaluate
 from watcher.model.evaluation import Evaluation
-from watcher.model.projection import project
+from watcher.model.ingest.projection import project
 from watcher.model.types import ModelConfig
 from watcher.telemetry import Telemetry
 from watcher.web.server import create_app, parse_listen

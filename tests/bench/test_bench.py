@@ -170,7 +170,7 @@ SITE = "/work/.venv/lib/python3.11/site-packages"
         pytest.param(
             [
                 _frame("LiveModel._evaluate", "/w/watcher/kube/live.py"),
-                _frame("correlate", "/w/watcher/model/correlate.py"),
+                _frame("correlate", "/w/watcher/model/correlate/correlator.py"),
             ],
             "correlation",
             id="correlating-inside-an-evaluation-is-correlation",
@@ -178,7 +178,7 @@ SITE = "/work/.venv/lib/python3.11/site-packages"
         pytest.param(
             [
                 _frame("HealthModel.evaluate", "/w/watcher/model/engine.py"),
-                _frame("dig", "/w/watcher/model/objects.py"),
+                _frame("dig", "/w/watcher/model/ingest/objects.py"),
             ],
             "evaluation (rules, kstatus, health rows)",
             id="reading-objects-inside-an-evaluation-is-evaluation",
@@ -186,7 +186,7 @@ SITE = "/work/.venv/lib/python3.11/site-packages"
         pytest.param(
             [
                 _frame("Reflector._event", "/w/watcher/kube/reflector.py"),
-                _frame("FastPath.event", "/w/watcher/model/fastpath/__init__.py"),
+                _frame("FastPath.event", "/w/watcher/model/ingest/fastpath/__init__.py"),
             ],
             "decode (fast path, projection)",
             id="the-fast-path-is-decode",

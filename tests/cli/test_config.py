@@ -20,7 +20,7 @@ from watcher.config import (
     parse_set_options,
     setting_duration,
 )
-from watcher.model.objects import format_duration
+from watcher.model.ingest.objects import format_duration
 from watcher.model.types import (
     DEFAULT_CONTROLLERS,
     DEFAULT_SEVERITIES,

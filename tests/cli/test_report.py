@@ -10,7 +10,7 @@ import pytest
 
 from watcher.export.report import render_json, render_text
 from watcher.model.evaluation import Evaluation
-from watcher.model.objects import describe
+from watcher.model.ingest.objects import describe
 from watcher.model.types import Finding, FindingType, Severity, Subject
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

@@ -27,7 +27,7 @@ from tests.export.promstack import PromStack, get_json
 from tests.kube.support import poll, until_no_problem
 from tests.kubeclient import Kube
 from watcher.export.dashboards import PanelQuery, panel_queries
-from watcher.model.kinds import FLUX_GROUPS
+from watcher.model.ingest.kinds import FLUX_GROUPS
 
 REPO = Path(__file__).resolve().parents[2]
 RULES = REPO / "alerts" / "stalewatch.rules.yaml"

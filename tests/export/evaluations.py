@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from watcher.model.audits import Audit, Policy
-from watcher.model.compliance import ComplianceReport, StackViolations
+from watcher.model.cluster.audits import Audit, Policy
+from watcher.model.cluster.compliance import ComplianceReport, StackViolations
 from watcher.model.evaluation import Evaluation
-from watcher.model.objects import Key
+from watcher.model.ingest.objects import Key
 from watcher.model.types import (
     ControllerHealth,
     Finding,

@@ -28,7 +28,7 @@ import pytest
 
 from tests.controlplane.harness import ControlPlane, free_port
 from tests.model.builders import MIN, NOW, event, run
-from watcher.model.policy import Engine, read_denial
+from watcher.model.rules.policy import Engine, read_denial
 from watcher.model.types import FindingType
 
 pytestmark = pytest.mark.cluster

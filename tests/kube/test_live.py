@@ -21,7 +21,7 @@ from watcher.kube.ledger import Ledger
 from watcher.kube.live import LiveModel, Pacing
 from watcher.kube.resources import Resource
 from watcher.model.evaluation import Evaluation
-from watcher.model.projection import project
+from watcher.model.ingest.projection import project
 from watcher.model.types import ModelConfig
 from watcher.telemetry import Telemetry
 

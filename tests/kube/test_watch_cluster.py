@@ -17,7 +17,7 @@ from watcher.kube.client import load_client
 from watcher.kube.link import Link
 from watcher.kube.reflector import Reflector
 from watcher.kube.resources import Resource
-from watcher.model.objects import condition
+from watcher.model.ingest.objects import condition
 from watcher.telemetry import Telemetry
 
 pytestmark = pytest.mark.cluster

@@ -13,7 +13,7 @@ from typing import Any
 
 from watcher.model.engine import evaluate
 from watcher.model.evaluation import Evaluation
-from watcher.model.projection import project
+from watcher.model.ingest.projection import project
 from watcher.model.types import Finding, ModelConfig
 
 NOW = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)

@@ -31,9 +31,9 @@ from tests.model.builders import (
     ts,
 )
 from tests.model.test_policy_denied import gateway, reconcile_error
-from watcher.model.compliance import ComplianceReport
+from watcher.model.cluster.compliance import ComplianceReport
 from watcher.model.engine import HealthModel
-from watcher.model.projection import project
+from watcher.model.ingest.projection import project
 
 NOW_AUDIT = ts(5 * MIN)
 KS = "kustomize.toolkit.fluxcd.io"

@@ -20,7 +20,7 @@ from tests.model.builders import (
     run,
 )
 from watcher.model.engine import HealthModel
-from watcher.model.projection import project
+from watcher.model.ingest.projection import project
 from watcher.model.types import CONTROLLER_DOWN_REASONS, ControllerSpec, FindingType, ModelConfig
 
 KC = "kustomize-controller"

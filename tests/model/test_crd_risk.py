@@ -28,7 +28,7 @@ from tests.model.builders import (
     terraform,
 )
 from watcher.model.engine import HealthModel
-from watcher.model.projection import project
+from watcher.model.ingest.projection import project
 from watcher.model.types import Finding, FindingType
 
 RISK_ID = "CRDOwnershipRisk/CustomResourceDefinition/terraforms.infra.contrib.fluxcd.io"

@@ -31,8 +31,8 @@ from tests.model.builders import (
 from tests.model.test_incidents import tofu_incident
 from watcher.model.engine import HealthModel, evaluate
 from watcher.model.evaluation import Evaluation
-from watcher.model.orphans import ORPHAN_WINDOW
-from watcher.model.projection import project
+from watcher.model.ingest.projection import project
+from watcher.model.store.orphans import ORPHAN_WINDOW
 from watcher.model.types import FindingType, ModelConfig
 
 HOUR = 60 * MIN

@@ -29,9 +29,9 @@ from tests.model.builders import (
     lease,
     pod,
 )
-from watcher.model.decoded import Decoded, Unreadable
-from watcher.model.fastpath import fast_path
-from watcher.model.projection import MESSAGE_LIMIT, MalformedObject, project
+from watcher.model.ingest.decoded import Decoded, Unreadable
+from watcher.model.ingest.fastpath import fast_path
+from watcher.model.ingest.projection import MESSAGE_LIMIT, MalformedObject, project
 
 Obj = dict[str, Any]
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

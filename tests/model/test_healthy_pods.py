@@ -19,15 +19,15 @@ from tests.model.builders import pod as pod_object
 from tests.model.test_engine import snapshot
 from tests.model.test_fastpath import benchmark_objects
 from tests.model.test_incidents import release_with_crash_looping_pod
-from watcher.model.context import Ctx
 from watcher.model.engine import HealthModel, evaluate
-from watcher.model.fastpath import fast_path
-from watcher.model.graph import Packed, pack
-from watcher.model.objects import key_of
-from watcher.model.projection import project
-from watcher.model.rules import RULES, local_findings
+from watcher.model.ingest.fastpath import fast_path
+from watcher.model.ingest.objects import key_of
+from watcher.model.ingest.packed import Packed, pack
+from watcher.model.ingest.projection import project
+from watcher.model.rules.context import Ctx
+from watcher.model.rules.dispatch import RULES, local_findings
+from watcher.model.rules.workloads import WorkloadState, pod_state
 from watcher.model.types import FindingType, ModelConfig, Thresholds
-from watcher.model.workloads import WorkloadState, pod_state
 
 Obj = dict[str, Any]
 AT_ONCE = ModelConfig(thresholds=Thresholds(workload_unhealthy=timedelta(0)))

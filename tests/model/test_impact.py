@@ -1,4 +1,4 @@
-"""watcher.model.impact, one named case per rule: what follows from an object going away or
+"""watcher.model.views.impact, one named case per rule: what follows from an object going away or
 stopping, on a small world of two teams' stacks, a CRD, its controller and a chart source."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 
 from tests.model.builders import crd, deployment, helm_chart, helm_release, kustomization
-from watcher.model.graph import Store
-from watcher.model.impact import impact
-from watcher.model.impact_tree import Effect, Outcome, SnapshotSight
-from watcher.model.objects import Key
-from watcher.model.projection import project
+from watcher.model.ingest.objects import Key
+from watcher.model.ingest.projection import project
+from watcher.model.store.graph import Store
 from watcher.model.types import DEFAULT_CONTROLLERS, ControllerSpec
+from watcher.model.views.impact import impact
+from watcher.model.views.impact_tree import Effect, Outcome, SnapshotSight
 
 Obj = dict[str, Any]
 WIDGETS = "widgets.acme.io"

@@ -31,9 +31,9 @@ from tests.model.test_incidents import (
 )
 from tests.model.test_workload_findings import workload_world
 from watcher.model.engine import HealthModel, evaluate
-from watcher.model.fastpath import fast_path
-from watcher.model.objects import Key, key_of
-from watcher.model.projection import project
+from watcher.model.ingest.fastpath import fast_path
+from watcher.model.ingest.objects import Key, key_of
+from watcher.model.ingest.projection import project
 from watcher.model.types import ModelConfig
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

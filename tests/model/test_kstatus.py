@@ -9,9 +9,9 @@ import orjson
 import pytest
 
 from tests.model.builders import NOW, SEC, cond, ts
-from watcher.model.fastpath import fast_path
-from watcher.model.kstatus import compute_status
-from watcher.model.projection import project
+from watcher.model.ingest.fastpath import fast_path
+from watcher.model.ingest.projection import project
+from watcher.model.rules.kstatus import compute_status
 from watcher.model.types import Status
 
 Obj = dict[str, Any]

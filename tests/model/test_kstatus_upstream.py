@@ -35,8 +35,8 @@ import pytest
 import yaml
 
 from tests.model.builders import NOW, ts
-from watcher.model.fastpath import fast_path
-from watcher.model.kstatus import compute_status
+from watcher.model.ingest.fastpath import fast_path
+from watcher.model.rules.kstatus import compute_status
 from watcher.model.types import Status, StatusResult
 from watcher.snapshot import load_snapshot
 

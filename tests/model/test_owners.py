@@ -9,10 +9,10 @@ from tests.model.builders import NOW, deployment, helm_release
 from tests.model.test_engine import snapshot
 from tests.model.test_incidents import release_with_crash_looping_pod
 from watcher.model.engine import HealthModel, evaluate
-from watcher.model.graph import Store
-from watcher.model.objects import Key, key_of
-from watcher.model.owners import OwnerCache, Owners
-from watcher.model.projection import project
+from watcher.model.ingest.objects import Key, key_of
+from watcher.model.ingest.projection import project
+from watcher.model.store.graph import Store
+from watcher.model.store.owners import OwnerCache, Owners
 from watcher.model.types import FindingType, ModelConfig
 
 POD = Key("", "Pod", "apps", "podinfo-7d9f-new01")

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import pytest
 
-from watcher.model.policy import MAX_DENIALS, MESSAGE_CUT, Admission, Engine, read_denial
+from watcher.model.rules.policy import MAX_DENIALS, MESSAGE_CUT, Admission, Engine, read_denial
 
 GK = 'admission webhook "validation.gatekeeper.sh" denied the request: '
 KYVERNO = 'admission webhook "validate.kyverno.svc-fail" denied the request: '

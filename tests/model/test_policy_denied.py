@@ -31,7 +31,7 @@ from tests.model.builders import (
     warning_about,
 )
 from watcher.model.engine import HealthModel
-from watcher.model.projection import project
+from watcher.model.ingest.projection import project
 from watcher.model.types import FindingType, ModelConfig, Thresholds
 
 HOUR = 60 * MIN

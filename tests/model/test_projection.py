@@ -18,7 +18,7 @@ from tests.model.builders import (
     lease,
     pod,
 )
-from watcher.model.projection import MESSAGE_LIMIT, MalformedObject, project
+from watcher.model.ingest.projection import MESSAGE_LIMIT, MalformedObject, project
 
 Obj = dict[str, Any]
 

@@ -33,8 +33,8 @@ from tests.model.builders import (
     ts,
 )
 from watcher.model.engine import HealthModel
-from watcher.model.fastpath import fast_path
-from watcher.model.projection import project
+from watcher.model.ingest.fastpath import fast_path
+from watcher.model.ingest.projection import project
 from watcher.model.types import FindingType, Severity, rfc3339
 
 ORPHAN_ID = "PruneOrphan/Terraform/data/reports"

@@ -19,8 +19,8 @@ import pytest
 from tests.model.builders import MIN, NOW, SEC, Obj, cond, deployment, flux, helm_release, kustomization, pod
 from tests.model.test_engine import snapshot
 from watcher.model.engine import HealthModel, evaluate
-from watcher.model.objects import Key, key_of
-from watcher.model.projection import project
+from watcher.model.ingest.objects import Key, key_of
+from watcher.model.ingest.projection import project
 from watcher.model.types import ModelConfig
 
 APPS = ("podinfo", "billing", "search")

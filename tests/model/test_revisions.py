@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from watcher.model.objects import format_age, parse_duration, parse_time
-from watcher.model.revisions import parse_revision, same_revision, short
+from watcher.model.ingest.objects import format_age, parse_duration, parse_time
+from watcher.model.ingest.revisions import parse_revision, same_revision, short
 
 A = "a" * 40
 B = "b" * 40

@@ -12,8 +12,8 @@ import pytest
 from tests.model.builders import MIN, NOW, Obj, event, flux, git_repository, helm_release, lease, terraform
 from tests.model.test_incidents import tofu_incident
 from watcher.model.engine import HealthModel, evaluate
-from watcher.model.objects import key_of
-from watcher.model.projection import MalformedObject, project
+from watcher.model.ingest.objects import key_of
+from watcher.model.ingest.projection import MalformedObject, project
 from watcher.model.types import ModelConfig
 
 ODD_VALUES: list[Any] = [

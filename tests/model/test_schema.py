@@ -1,6 +1,6 @@
 """One declaration, two readers: project() and the fast path read what schema.py declares, alike.
 
-Both are generated from watcher.model.schema, so these tests compare what they DO on objects:
+Both are generated from watcher.model.ingest.schema, so these tests compare what they DO on objects:
 an object carrying every declared field, the examples, the real-world cases, the builders'
 objects, and thousands of seeded random mutations of them (nulls, wrong types, over-long values,
 out-of-range times and integers, entries missing or repeated past a limit). On each, the fast
@@ -23,12 +23,12 @@ import yaml
 
 from tests.model import builders as b
 from tests.model.test_fastpath import EXAMPLES, Obj, decoded_outcome, outcome, slow, watch_line
-from watcher.model.decoded import Decoded
-from watcher.model.fastpath import fast_path
-from watcher.model.kinds import GATEKEEPER_GROUP
-from watcher.model.schema import CUSTOM, EVENTS_V1_RENAMES, GROUP_KINDS, KINDS, kind_schema
-from watcher.model.schema_nodes import Bool, Field, FieldSet, Int, Kind, Labels, List, Str, Time
-from watcher.model.schema_nodes import Obj as ObjNode
+from watcher.model.ingest.decoded import Decoded
+from watcher.model.ingest.fastpath import fast_path
+from watcher.model.ingest.kinds import GATEKEEPER_GROUP
+from watcher.model.ingest.schema import CUSTOM, EVENTS_V1_RENAMES, GROUP_KINDS, KINDS, kind_schema
+from watcher.model.ingest.schema_nodes import Bool, Field, FieldSet, Int, Kind, Labels, List, Str, Time
+from watcher.model.ingest.schema_nodes import Obj as ObjNode
 
 REALWORLD = Path(__file__).resolve().parents[1] / "realworld" / "cases"
 CUSTOM_KINDS = [

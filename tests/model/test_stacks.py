@@ -32,11 +32,11 @@ from tests.model.builders import (
     terraform,
 )
 from watcher.model.engine import HealthModel
-from watcher.model.objects import Key
-from watcher.model.projection import project
-from watcher.model.row_verdicts import Verdict
-from watcher.model.stacks import STACK_KINDS, Forest, Row, build_forest
+from watcher.model.ingest.objects import Key
+from watcher.model.ingest.projection import project
 from watcher.model.types import ModelConfig
+from watcher.model.views.row_verdicts import Verdict
+from watcher.model.views.stacks import STACK_KINDS, Forest, Row, build_forest
 
 REV_A, REV_B = f"main@sha1:{SHA_N}", f"main@sha1:{SHA_N1}"
 TOFU_IMAGE = "ghcr.io/flux-iac/tofu-controller:v0.16.0-rc.5"

@@ -8,9 +8,9 @@ import pytest
 
 from tests.model.builders import NOW, kustomization, pod
 from watcher.model.engine import HealthModel
-from watcher.model.graph import Store
-from watcher.model.objects import key_of
-from watcher.model.projection import project
+from watcher.model.ingest.objects import key_of
+from watcher.model.ingest.projection import project
+from watcher.model.store.graph import Store
 
 
 def replicaset() -> dict[str, Any]:

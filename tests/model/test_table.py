@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from watcher.model.table import SortedTable
+from watcher.model.store.table import SortedTable
 
 
 def table(*pairs: tuple[int, str]) -> SortedTable[tuple[int], str]:

@@ -31,11 +31,11 @@ from tests.model.builders import (
 )
 from watcher.kube.live import LiveModel
 from watcher.kube.resources import Resource
-from watcher.model.graph import Packed, pack
-from watcher.model.objects import key_of
-from watcher.model.projection import project
-from watcher.model.timeline import Change, Entry, Timeline, preceding
+from watcher.model.ingest.objects import key_of
+from watcher.model.ingest.packed import Packed, pack
+from watcher.model.ingest.projection import project
 from watcher.model.types import ModelConfig, Subject
+from watcher.model.views.timeline import Change, Entry, Timeline, preceding
 from watcher.telemetry import Telemetry
 
 Obj = dict[str, Any]

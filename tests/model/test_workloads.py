@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from tests.model.builders import MIN, NOW, cond, deployment, pod, ts
-from watcher.model.projection import project
+from watcher.model.ingest.projection import project
+from watcher.model.rules.workloads import pod_state, workload_state
 from watcher.model.types import HealthReason
-from watcher.model.workloads import pod_state, workload_state
 
 Obj = dict[str, Any]
 

@@ -17,11 +17,11 @@ import pytest
 
 from tests.model.builders import MIN, NOW, Obj, run, ts
 from watcher.model.engine import HealthModel
-from watcher.model.fieldsets import field_paths
-from watcher.model.objects import Key
-from watcher.model.projection import project
+from watcher.model.ingest.fieldsets import field_paths
+from watcher.model.ingest.objects import Key
+from watcher.model.ingest.projection import project
+from watcher.model.rules.writers import MAX_FIGHTS, Writers
 from watcher.model.types import FindingType, ModelConfig, Thresholds
-from watcher.model.writers import MAX_FIGHTS, Writers
 
 OPERATOR, MESH, STATUS_WRITER = "platform-operator", "mesh-controller", "widget-controller"
 OWN = ("spec.size", "spec.image")

@@ -13,10 +13,10 @@ import pytest
 
 from watcher.cli import main
 from watcher.export.wait import progress_line, render_json, render_text
-from watcher.model.convergence import Outcome, Verdict
-from watcher.model.objects import Key
-from watcher.model.subtree import ObjectState, State
-from watcher.model.targets import parse_target
+from watcher.model.ingest.objects import Key
+from watcher.model.views.convergence import Outcome, Verdict
+from watcher.model.views.subtree import ObjectState, State
+from watcher.model.views.targets import parse_target
 from watcher.waiting import EXIT_CODES
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "wait.md"

@@ -24,12 +24,12 @@ from tests.wait.stack import (
     source,
     workload,
 )
-from watcher.model.convergence import Blind, Outcome, Verdict, judge
 from watcher.model.engine import HealthModel
-from watcher.model.graph import Store
-from watcher.model.projection import project
-from watcher.model.subtree import State
-from watcher.model.targets import Target, TargetError, check_revision, parse_target
+from watcher.model.ingest.projection import project
+from watcher.model.store.graph import Store
+from watcher.model.views.convergence import Blind, Outcome, Verdict, judge
+from watcher.model.views.subtree import State
+from watcher.model.views.targets import Target, TargetError, check_revision, parse_target
 
 Obj = dict[str, Any]
 NS = "flux-system"

@@ -29,7 +29,7 @@ from tests.model.builders import (
 )
 from tests.web.dom import Node, parse
 from watcher.model.engine import HealthModel
-from watcher.model.projection import project
+from watcher.model.ingest.projection import project
 from watcher.model.types import ModelConfig
 from watcher.web.objects import around_kinds, kind_key, object_parts
 from watcher.web.page import PageState, render_object, render_page, stack_key

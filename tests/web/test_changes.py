@@ -22,8 +22,8 @@ from tests.model.builders import (
 )
 from tests.web.dom import Node, parse
 from watcher.model.evaluation import Evaluation
-from watcher.model.timeline import Change, Entry, Snapshot
 from watcher.model.types import Subject
+from watcher.model.views.timeline import Change, Entry, Snapshot
 from watcher.web.changes import MAX_RECENT
 from watcher.web.page import PageState, render_page
 from watcher.web.query import Query

@@ -14,8 +14,8 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from prometheus_client.registry import CollectorRegistry
 
-from watcher.model.timeline import Change, Entry, Timeline
 from watcher.model.types import Subject, rfc3339
+from watcher.model.views.timeline import Change, Entry, Timeline
 from watcher.telemetry import Telemetry
 from watcher.web.server import create_app
 from watcher.web.timeline import MAX_LIMIT, TIMELINE

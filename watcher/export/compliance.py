@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from watcher.model.audits import COUNTED, Policy
-from watcher.model.compliance import ComplianceReport, StackViolations
-from watcher.model.objects import Key, describe
+from watcher.model.cluster.audits import COUNTED, Policy
+from watcher.model.cluster.compliance import ComplianceReport, StackViolations
+from watcher.model.ingest.objects import Key, describe
 from watcher.model.types import rfc3339
 
 HEADING = "Policy compliance (audit results, for each stack's owner; pages nobody):"

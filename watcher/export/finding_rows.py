@@ -13,7 +13,7 @@ from operator import itemgetter
 from typing import NamedTuple
 
 from watcher.export.families import Values
-from watcher.model.compliance import StackViolations
+from watcher.model.cluster.compliance import StackViolations
 from watcher.model.evaluation import Evaluation
 from watcher.model.types import Finding, FindingType, Subject
 

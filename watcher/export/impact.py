@@ -11,9 +11,9 @@ from typing import Any
 
 import orjson
 
-from watcher.model.graph import installer_name
-from watcher.model.impact_tree import Effect, Impact, Node, verdict
-from watcher.model.objects import Key, describe
+from watcher.model.ingest.objects import Key, describe
+from watcher.model.store.graph import installer_name
+from watcher.model.views.impact_tree import Effect, Impact, Node, verdict
 from watcher.terminal import printable
 
 SCHEMA_VERSION = 1

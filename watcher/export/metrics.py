@@ -47,7 +47,7 @@ from watcher.export.finding_rows import (
     where,
 )
 from watcher.export.itemized import Itemized
-from watcher.model.compliance import StackViolations
+from watcher.model.cluster.compliance import StackViolations
 from watcher.model.evaluation import Evaluation
 from watcher.model.types import (
     CONTROLLER_DOWN_REASONS,

@@ -18,7 +18,7 @@ import orjson
 
 from watcher.export import compliance
 from watcher.model.evaluation import Evaluation
-from watcher.model.objects import describe, format_age
+from watcher.model.ingest.objects import describe, format_age
 from watcher.model.types import Finding, FindingType, Rejection, Severity, Subject, rfc3339
 from watcher.terminal import lines_of, printable
 

@@ -14,12 +14,12 @@ from typing import Any
 import orjson
 
 from watcher.export.report import render_text as render_findings
-from watcher.model.convergence import Outcome, Verdict
 from watcher.model.evaluation import Evaluation
-from watcher.model.objects import Key, describe, format_age
-from watcher.model.subtree import ObjectState, State
-from watcher.model.targets import Target
+from watcher.model.ingest.objects import Key, describe, format_age
 from watcher.model.types import rfc3339
+from watcher.model.views.convergence import Outcome, Verdict
+from watcher.model.views.subtree import ObjectState, State
+from watcher.model.views.targets import Target
 from watcher.terminal import printable
 
 SCHEMA_VERSION = 1

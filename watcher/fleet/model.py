@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from watcher.fleet.queries import LOOKBACK, MAX_ROWS, SEVERITY_WEIGHT, Answer, Filters
-from watcher.model.objects import format_age
+from watcher.model.ingest.objects import format_age
 from watcher.model.types import rfc3339
 
 OBJECT = ("kind", "namespace", "name")

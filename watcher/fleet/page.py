@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 from watcher.export.report import plural
 from watcher.fleet.model import Cell, Fleet, RootGroup
 from watcher.fleet.queries import Filters
-from watcher.model.objects import format_age
+from watcher.model.ingest.objects import format_age
 from watcher.model.types import rfc3339
 from watcher.web.page import CSS, REFRESH_SECONDS, row, security_headers
 

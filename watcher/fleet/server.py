@@ -34,7 +34,7 @@ from watcher.fleet.page import HEADERS, render_fleet
 from watcher.fleet.prom import Credentials, Prometheus
 from watcher.fleet.queries import Filters, matrix_query, queries
 from watcher.logs import fields, setup_logging
-from watcher.model.objects import format_duration
+from watcher.model.ingest.objects import format_duration
 from watcher.terminal import complain
 from watcher.web.server import hardened_app, healthz, parse_listen, start
 

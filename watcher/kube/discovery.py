@@ -15,7 +15,7 @@ import orjson
 
 from watcher.kube.client import get
 from watcher.kube.resources import Resource, wanted
-from watcher.model.kinds import POLICY_FAMILIES
+from watcher.model.ingest.kinds import POLICY_FAMILIES
 from watcher.model.types import ControllerSpec
 from watcher.telemetry import KindKey
 

@@ -13,8 +13,8 @@ from typing import Any, Protocol
 
 from watcher.kube.resources import Resource
 from watcher.logs import fields, get_logger
-from watcher.model.decoded import ObjectKey
-from watcher.model.quarantine import unreadable
+from watcher.model.ingest.decoded import ObjectKey
+from watcher.model.ingest.quarantine import unreadable
 from watcher.model.types import Rejection, Subject
 from watcher.telemetry import KindStats
 
@@ -28,7 +28,7 @@ class Sink(Protocol):
     """Where a reflector delivers projected objects (the live model, or a test store)."""
 
     def upsert(self, resource: Resource, obj: Mapping[str, Any]) -> None:
-        """A projection: a dict, or a healthy Pod still packed (watcher.model.graph.Packed)."""
+        """A projection: a dict, or a healthy Pod still packed (watcher.model.store.graph.Packed)."""
 
     def delete(self, resource: Resource, obj: dict[str, Any]) -> None: ...
 

@@ -37,9 +37,9 @@ from watcher.kube.resources import Resource
 from watcher.logs import fields, get_logger
 from watcher.model.engine import HealthModel
 from watcher.model.evaluation import Evaluation
-from watcher.model.timeline import Timeline
-from watcher.model.transitions import Transitions
 from watcher.model.types import ModelConfig, Rejection
+from watcher.model.views.timeline import Timeline
+from watcher.model.views.transitions import Transitions
 from watcher.telemetry import Telemetry
 from watcher.tracing import tracer
 
@@ -338,8 +338,6 @@ class LiveModel:
                     self.evaluate()
                 except Exception:  # evaluate() keeps its own failures; this is a bug around it
                     log.exception("evaluation failed; serving the previous evaluation")
-                self._pacing.passed(
-                    started=began, ended=time.monotonic(), cost=time.thread_time() - started
-                )
+                self._pacing.passed(started=began, ended=time.monotonic(), cost=time.thread_time() - started)
         finally:
             self.collections.restore()  # stopped before the sync finished

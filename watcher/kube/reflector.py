@@ -9,7 +9,7 @@ watchdog closes streams that went silent without closing. Connection errors, 429
 Retry-After) and 5xx back off exponentially with jitter. 403 degrades this kind alone.
 
 Per event the work is O(1): decode one line, project the object, hand the projection to
-the sink. Lines and list pages have one decoder (watcher.model.fastpath's decode() and
+the sink. Lines and list pages have one decoder (watcher.model.ingest.fastpath's decode() and
 decode_page(), which take the typed fast path when sure and orjson + project() otherwise).
 Objects it cannot read (malformed) are counted and logged once per version, and listed
 (KindStats.unreadable) until fixed, deleted or gone from a relist (watcher.kube.ledger).
@@ -35,8 +35,8 @@ from watcher.kube.link import SAID_BY_LINK, Link
 from watcher.kube.request import Forbidden, Gone, Interrupted, Retry, open_request, watch_error
 from watcher.kube.resources import Resource
 from watcher.logs import fields, get_logger
-from watcher.model.decoded import ObjectKey, Unreadable, metadata_of
-from watcher.model.fastpath import fast_path
+from watcher.model.ingest.decoded import ObjectKey, Unreadable, metadata_of
+from watcher.model.ingest.fastpath import fast_path
 from watcher.telemetry import KindStats, Telemetry
 from watcher.tracing import tracer
 

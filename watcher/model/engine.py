@@ -1,11 +1,19 @@
 """The engine: `evaluate()` for a snapshot, `HealthModel` for the live watcher.
 
-Both take PROJECTED objects (the output of `project()`). `evaluate()` is a HealthModel
-fed every object once, so the two give the same findings by construction; the live
-model differs only in what it can remember (a CRD that disappeared: CRDRemoved, removals.py; a
-Kustomization that did, leaving what it applied: PruneOrphan, prune.py; an object's earlier
-versions: ConflictingWriters, writers.py, which `evaluate()` reads too when given several versions
-of one object, oldest first). Those rules across objects are fed through cluster_rules.py.
+The flow, one room of watcher/model/ each; a room imports only the rooms listed before it:
+  1. ingest/    an object enters projected (`project()`, or the fast path's decoded Structs and
+                packed Pods); what could not be read is set aside (quarantine.py), not dropped;
+  2. rules/     its per-object rules (dispatch.py's table) give candidate findings and its row;
+  3. store/     the object store and its graph, the controllers tracked with their Pods, the
+                deadlines at which a cached answer may flip;
+  4. cluster/   the rules no single object shows (prune, CRD risks, CRD removal, compliance,
+                conflicting writers), fed through cluster/rules.py;
+  5. correlate/ candidates become one root per cause with its blast radius;
+  6. evaluation.py, made here; views/ (stacks, impact, `wait`, the timeline) read it.
+
+`evaluate()` is a HealthModel fed every (projected) object once, so both give the same findings by
+construction; the live model only remembers more (a CRD or Kustomization gone, an object's earlier
+versions: `evaluate()` reads those too when given several versions of one object, oldest first).
 
 Incremental design (an event must not cost O(cluster)):
   * per object, its local candidates, ObjectHealth and RevisionInfo are cached and
@@ -13,16 +21,16 @@ Incremental design (an event must not cost O(cluster)):
   * controller verdicts are recomputed only when their workload, one of their Pods
     (tracked per controller), a ReplicaSet in their namespace or a Lease changes;
   * every cached answer carries the next moment a threshold could flip it; its owner's heap
-    of those deadlines (deadlines.py) makes `evaluate(later_now)` re-check exactly what is due;
-  * correlation (correlate.py's Correlator) then runs over findings only, and only when
-    something changed; which workload and release each failing object belongs to, and each
+    of those deadlines (store/deadlines.py) makes `evaluate(later_now)` re-check exactly what is due;
+  * correlation (correlate/correlator.py's Correlator) then runs over findings only, and only
+    when something changed; which workload and release each failing object belongs to, and each
     release's finding, are kept from pass to pass until what they were read from changes;
   * during an incident most candidates are StatusStale alone on their subject (satellites,
-    see satellites.py): a change to one only replaces its output in a merge of two sorted
+    see store/satellites.py): a change to one only replaces its output in a merge of two sorted
     lists, unless the last correlation pass asked about its subject (promoted it).
 
-Each object is judged inside one guard (taking it in, its rules, its controller verdict): one
-that makes a rule raise is set aside and reported (quarantine.py), never the whole evaluation.
+Each object is judged inside one guard (intake, rules, controller verdict): one that makes a rule
+raise is set aside and reported (ingest/quarantine.py), never the whole evaluation.
 """
 
 from __future__ import annotations
@@ -33,22 +41,22 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from watcher.model.cluster_rules import ClusterRules
-from watcher.model.context import Ctx
-from watcher.model.correlate import Correlation, Correlator
-from watcher.model.deadlines import Deadlines
+from watcher.model.cluster.rules import ClusterRules
+from watcher.model.correlate.correlator import Correlation, Correlator
 from watcher.model.evaluation import Evaluation
-from watcher.model.graph import Edge, Packed, Recorder, Snapshot, Store
-from watcher.model.kinds import TRACKED, Track, key_of_kind
-from watcher.model.objects import Key, key_of, subject_of
-from watcher.model.quarantine import SetAside, Step, dropped_fields, rule_failed
-from watcher.model.rows import object_health, revision_info
-from watcher.model.rules import local_findings
-from watcher.model.satellites import Filed, Satellites
-from watcher.model.table import SortedTable
-from watcher.model.tracking import ControllerTracker
+from watcher.model.ingest.kinds import TRACKED, Track, key_of_kind
+from watcher.model.ingest.objects import Key, key_of, subject_of
+from watcher.model.ingest.packed import Packed
+from watcher.model.ingest.quarantine import SetAside, Step, rule_failed
+from watcher.model.rules.context import Ctx
+from watcher.model.rules.rows import judge
+from watcher.model.rules.workloads import timed_by
+from watcher.model.store.deadlines import Deadlines
+from watcher.model.store.graph import Edge, Recorder, Snapshot, Store
+from watcher.model.store.satellites import Filed, Satellites
+from watcher.model.store.table import SortedTable
+from watcher.model.store.tracking import ControllerTracker
 from watcher.model.types import Finding, ModelConfig, ObjectHealth, RevisionInfo
-from watcher.model.workloads import timed_by
 
 _POD = key_of_kind(Track.POD)
 
@@ -361,15 +369,7 @@ class HealthModel:
             return
         ctx = Ctx(now, self._config, self._store.get, self._pods)
         claim = self._controllers.claims.claim(key.group, key.kind) if gitops else None
-        rejected = dropped_fields(obj)
-        try:
-            findings = local_findings(obj, ctx, gitops=gitops, down=claim.down if claim is not None else None)
-            health = object_health(obj, claim) if claim is not None else None
-            revision = revision_info(obj, ctx) if gitops else None
-        except Exception as error:  # set this object aside, judge the rest
-            findings, health, revision = [], None, None
-            ctx.pending.clear()
-            rejected.append(rule_failed(subject_of(obj), error, what="a rule"))
+        findings, health, revision, rejected = judge(obj, ctx, claim=claim)
         self._set_aside.record(key, Step.RULES, rejected)
         deadline = min(ctx.pending, default=None)
         previous = self._local.get(key)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from watcher.model.compliance import ComplianceReport
+from watcher.model.cluster.compliance import ComplianceReport
 from watcher.model.types import ControllerHealth, Finding, ObjectHealth, Rejection, RevisionInfo
 
 

@@ -25,9 +25,9 @@ from watcher.export.report import (
     symptom_tags,
 )
 from watcher.model.evaluation import Evaluation
-from watcher.model.objects import describe, format_age
-from watcher.model.timeline import Snapshot
+from watcher.model.ingest.objects import describe, format_age
 from watcher.model.types import Finding, Rejection, Severity, rfc3339
+from watcher.model.views.timeline import Snapshot
 from watcher.web.changes import preceding_block
 from watcher.web.html import more, part_id, row, since
 from watcher.web.parts import Part

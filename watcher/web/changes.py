@@ -14,9 +14,9 @@ from html import escape
 
 from watcher.export.report import plural
 from watcher.model.evaluation import Evaluation
-from watcher.model.objects import format_age
-from watcher.model.timeline import Entry, Snapshot, root_changes
+from watcher.model.ingest.objects import format_age
 from watcher.model.types import Finding, rfc3339
+from watcher.model.views.timeline import Entry, Snapshot, root_changes
 from watcher.web.html import link, more
 from watcher.web.parts import Part
 

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from html import escape
 
-from watcher.model.objects import format_age
+from watcher.model.ingest.objects import format_age
 from watcher.model.types import rfc3339
 
 

@@ -15,14 +15,14 @@ from html import escape
 from typing import Any
 
 from watcher.model.evaluation import Evaluation
-from watcher.model.events import event_window, involved_subject
-from watcher.model.flux import revisions
-from watcher.model.graph import Snapshot
-from watcher.model.kinds import KINDS
-from watcher.model.objects import Key, conditions, describe, time_at
-from watcher.model.stacks import APPLIERS, Forest, Row
+from watcher.model.ingest.flux import revisions
+from watcher.model.ingest.kinds import KINDS
+from watcher.model.ingest.objects import Key, conditions, describe, time_at
+from watcher.model.rules.events import event_window, involved_subject
+from watcher.model.rules.workloads import owner_workload
+from watcher.model.store.graph import Snapshot
 from watcher.model.types import Finding, Subject
-from watcher.model.workloads import owner_workload
+from watcher.model.views.stacks import APPLIERS, Forest, Row
 from watcher.web.cards import root_card_id
 from watcher.web.html import more, row, since
 from watcher.web.parts import Part

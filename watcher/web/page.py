@@ -27,10 +27,10 @@ from typing import Any
 
 from watcher.export.report import plural
 from watcher.model.evaluation import Evaluation
-from watcher.model.kinds import KUSTOMIZE_GROUP
-from watcher.model.objects import Key
-from watcher.model.row_verdicts import Verdict
-from watcher.model.timeline import Snapshot
+from watcher.model.ingest.kinds import KUSTOMIZE_GROUP
+from watcher.model.ingest.objects import Key
+from watcher.model.views.row_verdicts import Verdict
+from watcher.model.views.timeline import Snapshot
 from watcher.web import cards, freshness, stacks, tables
 from watcher.web.cards import MAX_AFFECTED as MAX_AFFECTED
 from watcher.web.cards import MAX_ROOTS as MAX_ROOTS

@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from urllib.parse import urlencode
 
-from watcher.model.objects import Key
-from watcher.model.row_verdicts import Verdict
+from watcher.model.ingest.objects import Key
+from watcher.model.views.row_verdicts import Verdict
 
 FIELDS: Mapping[str, str] = {
     "kind": "kind",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from watcher.model.revisions import parse_revision
-from watcher.model.stacks import Row, Stack
+from watcher.model.ingest.revisions import parse_revision
+from watcher.model.views.stacks import Row, Stack
 from watcher.web.query import Query, Term
 
 

@@ -20,14 +20,14 @@ from typing import Protocol
 from urllib.parse import quote
 
 from watcher.export.report import plural
-from watcher.model.compliance import StackViolations
+from watcher.model.cluster.compliance import StackViolations
 from watcher.model.evaluation import Evaluation
-from watcher.model.graph import Snapshot
-from watcher.model.objects import Key, describe
-from watcher.model.revisions import short
-from watcher.model.row_verdicts import Verdict
-from watcher.model.stacks import STACK_KINDS, Forest, Reconciler, Row, Stack, build_forest
+from watcher.model.ingest.objects import Key, describe
+from watcher.model.ingest.revisions import short
+from watcher.model.store.graph import Snapshot
 from watcher.model.types import Rejection
+from watcher.model.views.row_verdicts import Verdict
+from watcher.model.views.stacks import STACK_KINDS, Forest, Reconciler, Row, Stack, build_forest
 from watcher.web.html import part_id, since
 from watcher.web.parts import Part
 from watcher.web.query import Query, slug

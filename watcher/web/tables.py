@@ -13,7 +13,7 @@ from html import escape
 from urllib.parse import urlencode
 
 from watcher.export.report import subject_key
-from watcher.model.objects import describe
+from watcher.model.ingest.objects import describe
 from watcher.model.types import ControllerHealth, Finding, ObjectHealth, RevisionInfo, Status
 from watcher.web.cards import MAX_ROWS
 from watcher.web.html import more, row, since

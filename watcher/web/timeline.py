@@ -27,9 +27,9 @@ import orjson
 from aiohttp import web
 from multidict import MultiMapping
 
-from watcher.model.objects import parse_duration, parse_time
-from watcher.model.timeline import Snapshot, Timeline
+from watcher.model.ingest.objects import parse_duration, parse_time
 from watcher.model.types import rfc3339
+from watcher.model.views.timeline import Snapshot, Timeline
 
 TIMELINE: web.AppKey[Timeline] = web.AppKey("timeline", Timeline)
 

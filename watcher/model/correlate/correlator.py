@@ -1,0 +1,387 @@
+"""Correlation: turn candidate findings into ONE root per cause, with its blast radius.
+
+Runs over findings, not objects, so its cost follows the number of problems. Steps:
+  1. ControllerDown for every down controller workload; the GitOps objects it reconciles
+     arrive as StatusStale candidates (the engine computes those per object, instead of
+     their status-based ones: a cached report proves nothing) and point at it. Findings
+     about the controller's own Pods and their Events fold into it as evidence.
+  2. A failing workload whose HelmRelease/Kustomization says Ready=True yields
+     ReleaseReadyWorkloadFailing on that release; Pod -> workload -> release links
+     (releases.py).
+  3. Per subject, the most explanatory finding is primary; the others point at it.
+  4. A ReconcileFailed object whose source (GitRepository, HelmChart, ...) has a finding
+     points at it: a source that cannot fetch fails everything built from it.
+  5. DependencyBlocked follows dependsOn to the first dependency with a finding (which,
+     followed in turn, reaches the deepest cause); unexplained ones wait their threshold.
+  6. A controller that went down after its CRD was removed points at CRDRemoved.
+     A PruneOrphan names the findings on its object (precedence made them its symptoms).
+  7. Every finding gets root_cause = the end of its chain; each root lists, in
+     `affected`, every subject it explains (roots.py).
+
+A pass works on copies of the candidates (working.py); `Correlator` keeps, from one pass to the
+next, the answers that are read off objects which rarely change under churn (the owners of a
+failing Pod, a release's finding), each until one of the objects it was read from changes.
+
+During an incident most findings are StatusStale candidates alone on their subject, each
+only pointing at its ControllerDown. The engine passes those as `satellites`: the pass
+admits one only when something asks about its subject (it is then *promoted*, exactly as
+if it had been a candidate), and otherwise only counts it into its root's message and
+`affected`. Its output is then the candidate with root_cause set (satellites.py merges those
+outputs in), so a change to one costs the engine a list merge, not a pass over every finding.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from watcher.model.cluster.prune import acted_on
+from watcher.model.correlate.policies import PolicyObjects, link_policies, link_stacks, merge
+from watcher.model.correlate.releases import ReleaseMemo, link_releases
+from watcher.model.correlate.roots import finish
+from watcher.model.ingest.flux import applied_revision, dependencies, inventory, source_key
+from watcher.model.ingest.kinds import APPLIERS, CONTROLLER_WORKLOADS, FLUX_GROUPS
+from watcher.model.ingest.objects import Key, after, describe, finding_id
+from watcher.model.ingest.revisions import same_revision
+from watcher.model.rules.context import new_finding
+from watcher.model.rules.controllers import ControllerState
+from watcher.model.store.graph import Edge, View
+from watcher.model.store.owners import OwnerCache
+from watcher.model.store.working import Correlation, Pass, key_of_subject
+from watcher.model.types import Finding, FindingType, ModelConfig, rfc3339
+
+__all__ = ["Correlation", "Correlator"]
+
+
+class Correlator:
+    """Correlation passes over one model's objects, and what they keep from one pass to the
+    next: the owners of failing objects (owners.py) and the release findings (releases.py),
+    each kept until what it was read from changes."""
+
+    def __init__(self) -> None:
+        self._owners = OwnerCache()
+        self._releases = ReleaseMemo()
+
+    def forget(self, keys: Collection[Key], edges: Collection[Edge]) -> bool:
+        """These objects and reverse edges changed: True if an answer the last pass used read one."""
+        return self._owners.forget(keys, edges)
+
+    def reads(self, key: Key) -> bool:
+        """Whether an answer kept from the last pass read this object."""
+        return self._owners.reads(key)
+
+    def clear(self) -> None:
+        """Forget everything (blindness changed what every object looks like)."""
+        self._owners.clear()
+        self._releases.clear()
+
+    def run(
+        self,
+        candidates: Iterable[Finding],
+        *,
+        view: View,
+        controllers: Sequence[ControllerState],
+        removals: Sequence[Finding] = (),
+        config: ModelConfig,
+        now: datetime,
+        satellites: Mapping[Key, Finding] | None = None,
+        policies: PolicyObjects | None = None,
+    ) -> Correlation:
+        """Root-attributed, deterministically ordered findings (roots first, critical first).
+
+        `satellites`: StatusStale candidates, by subject, that are the only candidate on it and
+        are not among `candidates` (see the module docstring). `policies`: the objects a denial's
+        policy may be (compliance.Compliance.policy_objects).
+        """
+        run = Pass(view, config, now, satellites or {}, self._owners)
+        own_pods = _controllers(run, controllers)
+        former = _controller_workloads(own_pods)
+        for removal in removals:
+            run.add(removal)
+            run.extra[removal.id] = list(removal.affected)
+        keyed = [(key_of_subject(c.subject), c) for c in candidates]
+        stale = {key for key, c in keyed if c.type is FindingType.STATUS_STALE}
+        for key, candidate in keyed:
+            _admit(run, key, candidate, stale, own_pods, former)
+        link_releases(run, own_pods, self._releases)
+        self._owners.end_pass()
+        self._releases.end_pass()
+        _sources(run)
+        _dependencies(run)
+        _crd_links(run)
+        _skew_siblings(run)
+        link_stacks(run)
+        acted_on(run)
+        if policies is not None:
+            link_policies(run, policies)
+        return finish(run)
+
+
+def _controllers(run: Pass, controllers: Sequence[ControllerState]) -> dict[Key, ControllerState]:
+    """ControllerDown per down workload; returns the controllers' own workloads and Pods."""
+    own: dict[Key, ControllerState] = {}
+    for state in controllers:
+        subject = state.health.subject
+        own[key := key_of_subject(subject)] = state
+        own.update(dict.fromkeys(state.pods, state))
+        if state.health.up:
+            continue
+        evidence = {
+            "controller": state.spec.name,
+            "reason": state.health.reason,
+            "groups": list(state.spec.groups),
+            **state.evidence,
+        }
+        message = f"{state.spec.name} in {subject['namespace']} is down: {state.detail}."
+        down = run.add(
+            new_finding(
+                run.config, FindingType.CONTROLLER_DOWN, subject, message, state.health.since, evidence
+            ),
+            key=key,
+        )
+        run.advice[down.id] = state.advice
+    return own
+
+
+def _admit(
+    run: Pass,
+    key: Key,
+    candidate: Finding,
+    stale: set[Key],
+    own_pods: Mapping[Key, ControllerState],
+    former: Mapping[str, Sequence[tuple[str, ControllerState]]],
+) -> None:
+    if candidate.type is FindingType.STATUS_STALE:
+        run.add(candidate, link=candidate.evidence["controller_workload"], key=key)
+        return
+    if (key in stale or key in run.satellites) and candidate.type is not FindingType.RETRY_LOOP:
+        return  # a cached status proves nothing while its controller is down
+    controller = own_pods.get(key) or _former_pod_of(key, former)
+    if controller is not None and not controller.health.up:
+        down = run.found[finding_id(FindingType.CONTROLLER_DOWN, controller.health.subject)]
+        if candidate.type is FindingType.RETRY_LOOP:
+            evidence = candidate.evidence
+            down.evidence.setdefault("events", []).append(
+                f"{evidence['reason']} x{evidence['count']}: {evidence['message']}"
+            )
+        return  # the controller's own Pods and Events are its ControllerDown evidence
+    existing = run.found.get(candidate.id)
+    if existing is not None and candidate.type is FindingType.POLICY_DENIED:
+        merge(existing, candidate)
+        return
+    if existing is not None:  # several Events with one reason about one object: one loop
+        existing.evidence = {
+            **existing.evidence,
+            "count": existing.evidence["count"] + candidate.evidence["count"],
+        }
+        return
+    run.add(candidate, key=key)
+
+
+def _controller_workloads(own: Mapping[Key, ControllerState]) -> dict[str, list[tuple[str, ControllerState]]]:
+    """(name, state) of each controller workload, by namespace."""
+    found: dict[str, list[tuple[str, ControllerState]]] = defaultdict(list)
+    for workload, state in own.items():
+        if workload.kind in CONTROLLER_WORKLOADS:
+            found[workload.namespace].append((workload.name, state))
+    return found
+
+
+def _former_pod_of(
+    key: Key, workloads: Mapping[str, Sequence[tuple[str, ControllerState]]]
+) -> ControllerState | None:
+    """The controller a Pod that is gone belonged to, by its generated name ("<workload>-..."),
+    so Events about a replaced controller Pod stay with the controller."""
+    for name, state in workloads.get(key.namespace, ()) if key.kind == "Pod" else ():
+        if key.name.startswith(f"{name}-"):
+            return state
+    return None
+
+
+def _sources(run: Pass) -> None:
+    """An object whose primary finding is ReconcileFailed and whose source (spec.sourceRef,
+    chartRef, its HelmChart) has a finding is a symptom of that source: ten Kustomizations
+    failing on one GitRepository that cannot clone are one root, not eleven."""
+    for finding in [f for f in run.found.values() if f.type is FindingType.RECONCILE_FAILED]:
+        key = run.keys[finding.id]
+        obj = run.store.get(key)
+        source = source_key(obj) if obj is not None and run.primary(key) == finding.id else None
+        cause = run.primary(source) if source is not None and source != key else None
+        if cause is not None:
+            run.links[finding.id] = cause
+            blocker = run.found[cause]
+            finding.message += f" Its source {describe(blocker.subject)} has {blocker.type}: fix that first."
+
+
+def _waited_on(run: Pass, obj: Mapping[str, Any], waits_on: str) -> list[Key]:
+    """What a blocked object waits for: its dependsOn entries, or the objects in its inventory.
+
+    A dependsOn entry without a kind whose same-kind target does not exist resolves to a
+    Kustomization, HelmRelease or Terraform of that namespace/name (hand-written snapshots
+    and non-Flux controllers name other kinds that way).
+    """
+    if waits_on == "inventory":
+        return inventory(obj)
+    keys = []
+    for key in dependencies(obj):
+        if run.store.get(key) is None:
+            key = next(
+                (
+                    k
+                    for k in (Key(FLUX_GROUPS[kind], kind, key.namespace, key.name) for kind in APPLIERS)
+                    if run.store.get(k) is not None
+                ),
+                key,
+            )
+        keys.append(key)
+    return keys
+
+
+def _dependencies(run: Pass) -> None:
+    """Link each primary DependencyBlocked to the first object it waits on that has a finding.
+
+    Followed in turn, that link reaches the deepest cause (a stale, stuck or stalled
+    dependency, or the controller behind it). One that nothing explains is a root only
+    after its threshold: until then dependencies are normally just still reconciling.
+    """
+    blocked = FindingType.DEPENDENCY_BLOCKED  # any other primary settles as itself, when asked
+    chains = _Chains(run)
+    for key in sorted(k for k, ids in run.by_subject.items() if ids and run.found[ids[0]].type is blocked):
+        chains.settle(key)
+
+
+class _Chains:
+    """What each object a DependencyBlocked waits on settles as, found once per pass.
+
+    Without recursion: a dependsOn chain is as long as a cluster makes it, and one of a few
+    hundred blocked objects raised RecursionError, which failed every evaluation. Nor a closure
+    that calls itself: such a closure is a reference cycle, which kept the whole pass (every
+    working copy) alive until a garbage collection found it.
+    """
+
+    def __init__(self, run: Pass) -> None:
+        self.run = run
+        self.threshold = run.config.thresholds.dependency_blocked
+        self.settled: dict[Key, str | None] = {}
+        self.visiting: set[Key] = set()
+
+    def settle(self, key: Key) -> str | None:
+        """The primary finding the object at `key` settles as (None: none, or a cycle): for a
+        DependencyBlocked, what the first object it waits on that settles as a finding settles
+        as, the objects after that one not asked at all."""
+        frames: list[_Blocked] = []
+        value = self._enter(key, frames)
+        while frames:
+            frame = frames[-1]
+            if frame.asked and value is not None:
+                value = self._leave(frames.pop(), value)
+            elif frame.asked < len(frame.waited):
+                frame.asked += 1
+                value = self._enter(frame.waited[frame.asked - 1], frames)
+            else:
+                value = self._leave(frames.pop(), None)
+        return value
+
+    def _enter(self, key: Key, frames: list[_Blocked]) -> str | None:
+        """What `key` settles as, unless it is a DependencyBlocked to follow: then a frame for it."""
+        if key in self.settled:
+            return self.settled[key]
+        if key in self.visiting:
+            return None  # a dependsOn cycle: reported by its threshold
+        run = self.run
+        self.visiting.add(key)
+        primary = run.primary(key)
+        finding = run.found[primary] if primary is not None else None
+        if finding is None or finding.type is not FindingType.DEPENDENCY_BLOCKED:
+            return self._settled(key, primary)
+        obj = run.store.get(key) or {}
+        waited = _waited_on(run, obj, finding.evidence.get("waits_on", "dependsOn")) if obj else []
+        frames.append(_Blocked(key, finding, waited))
+        return None
+
+    def _leave(self, frame: _Blocked, target: str | None) -> str | None:
+        """A DependencyBlocked whose waited-on objects were asked: `target`, what explains it."""
+        run, finding = self.run, frame.finding
+        primary: str | None = finding.id
+        if target is not None:
+            run.links[finding.id] = target
+            blocker = run.found[target]
+            finding.message += f" It waits on {describe(blocker.subject)}, which has {blocker.type}."
+        elif finding.since is None or after(finding.since, self.threshold) > run.now:
+            run.drop(finding.id)
+            primary = run.primary(frame.key)
+        else:
+            _unexplained_block(run, finding, frame.waited)
+        return self._settled(frame.key, primary)
+
+    def _settled(self, key: Key, primary: str | None) -> str | None:
+        self.visiting.discard(key)
+        self.settled[key] = primary
+        return primary
+
+
+@dataclass(slots=True)
+class _Blocked:
+    """A DependencyBlocked being settled: what it waits on, and how many of those were asked."""
+
+    key: Key
+    finding: Finding
+    waited: list[Key]
+    asked: int = 0
+
+
+def _unexplained_block(run: Pass, finding: Finding, waited: Sequence[Key]) -> None:
+    on_dependencies = finding.evidence.get("waits_on") == "dependsOn"  # an inventory's entries: no "missing"
+    missing = [k for k in waited if run.store.get(k) is None] if on_dependencies else []
+    if missing:
+        finding.message += " Missing: " + ", ".join(describe(k) for k in missing) + " (not found)."
+        finding.evidence = {
+            **finding.evidence,
+            "missing": [f"{k.kind}/{k.namespace}/{k.name}" for k in missing],
+        }
+    else:
+        finding.message += (
+            f" Nothing it waits on shows a problem, yet it has waited since {rfc3339(finding.since)}."
+        )
+
+
+SIBLINGS_SHOWN = 3
+
+
+def _skew_siblings(run: Pass) -> None:
+    """Name objects on the same source that already run the revision a lagging one does not."""
+    for finding in [f for f in run.found.values() if f.type is FindingType.REVISION_SKEW]:
+        obj = run.store.get(run.keys[finding.id])
+        source = source_key(obj) if obj is not None else None
+        target = finding.evidence.get("source_revision") or finding.evidence.get("attempted_revision", "")
+        if source is None or not target:
+            continue
+        ahead = []
+        for sibling in sorted(run.store.referrers("source", source) - {run.keys[finding.id]}):
+            other = run.store.get(sibling)
+            if other is not None and same_revision(applied_revision(other), target):
+                ahead.append(sibling)
+                if len(ahead) == SIBLINGS_SHOWN:
+                    break
+        if ahead:
+            siblings = [f"{k.kind}/{k.namespace}/{k.name}" for k in ahead]
+            finding.evidence = {**finding.evidence, "siblings_on_revision": siblings}
+            finding.message += (
+                f" Already on it from the same source: {', '.join(describe(k) for k in ahead)}."
+            )
+
+
+def _crd_links(run: Pass) -> None:
+    """A controller that went down after its CRD was removed is explained by the removal."""
+    removals = [f for f in run.found.values() if f.type is FindingType.CRD_REMOVED]
+    for down in (f for f in run.found.values() if f.type is FindingType.CONTROLLER_DOWN):
+        groups = set(down.evidence.get("groups", ()))
+        for removal in removals:
+            if removal.evidence.get("group") in groups and (
+                down.since is None or removal.since is None or down.since >= removal.since
+            ):
+                run.links[down.id] = removal.id
+                break

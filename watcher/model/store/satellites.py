@@ -1,0 +1,95 @@
+"""The satellite merge: during an incident most candidates are StatusStale alone on their
+subject, each only pointing at its ControllerDown (see correlate/correlator.py). They are kept out of the
+candidates correlation reads; a change to one that stays one (same id, same controller, not
+promoted by the last pass) only replaces its output in a merge of two sorted lists, instead of
+a correlation pass over every finding.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from watcher.model.ingest.objects import Key
+from watcher.model.store.table import SortedTable
+from watcher.model.store.working import Correlation, OrderKey, order_key
+from watcher.model.types import Finding, FindingType
+
+
+class Filed(enum.Enum):
+    """Where `Satellites.file()` put an object's new candidates."""
+
+    CANDIDATES = "not a satellite: correlation must see them"
+    SATELLITE = "a new satellite, or one that changed what correlation reads of it"
+    MOVED = "a satellite that stays one: only its output moves"
+
+
+class Satellites:
+    """The satellites by subject, and their outputs placed in output order."""
+
+    def __init__(self) -> None:
+        self.candidates: dict[Key, Finding] = {}
+        """Passed to Correlator.run(), which promotes those it asks about."""
+        self.moved = False
+        """A satellite changed in place since the last merge: the output must be merged again."""
+        self._moved: set[Key] = set()
+        """Satellites added, changed or gone since their outputs were last placed."""
+        self._outputs: dict[Key, OrderKey] = {}
+        self._placed: SortedTable[OrderKey, Finding] = SortedTable()
+        """The unpromoted satellites' outputs, in output order."""
+        self._placed_for = Correlation([])
+        """The correlation whose promotions and roots `_placed` follows."""
+
+    def file(self, key: Key, findings: list[Finding], *, promoted: set[Key]) -> Filed:
+        """The key's candidates changed to `findings`; `promoted`: the last pass's promotions."""
+        satellite = findings[0] if len(findings) == 1 and _is_satellite(findings[0]) else None
+        old = self.candidates.get(key)
+        self._moved.add(key)
+        if satellite is None:
+            self.candidates.pop(key, None)
+            return Filed.CANDIDATES
+        self.candidates[key] = satellite
+        if (
+            old is not None
+            and key not in promoted
+            and old.id == satellite.id
+            and old.evidence["controller_workload"] == satellite.evidence["controller_workload"]
+        ):
+            self.moved = True
+            return Filed.MOVED
+        return Filed.SATELLITE
+
+    def remove(self, key: Key) -> bool:
+        """The object is gone: whether it was a satellite."""
+        if self.candidates.pop(key, None) is None:
+            return False
+        self._moved.add(key)
+        return True
+
+    def merged(self, core: Correlation) -> list[Finding]:
+        """The correlation's findings merged with the outputs of its unpromoted satellites."""
+        placed = self._placed_for
+        if core.roots != placed.roots:
+            moved = self._outputs.keys() | self.candidates.keys()
+        else:
+            moved = self._moved | (core.promoted ^ placed.promoted)
+        self._moved, self._placed_for, self.moved = set(), core, False
+        for key in moved:
+            at = self._outputs.pop(key, None)
+            if at is not None:
+                self._placed.set(at, None)
+            candidate = self.candidates.get(key)
+            if candidate is not None and key not in core.promoted:
+                output = _output(candidate, core.roots[candidate.evidence["controller_workload"]])
+                at = self._outputs[key] = order_key(output)
+                self._placed.set(at, output)
+        return self._placed.interleaved(core.findings, order_key)
+
+
+def _is_satellite(finding: Finding) -> bool:
+    return finding.type is FindingType.STATUS_STALE
+
+
+def _output(candidate: Finding, root: str) -> Finding:
+    """What correlation makes of a satellite it did not promote: the candidate, explained by `root`."""
+    c = candidate
+    return Finding(c.id, c.type, c.severity, c.subject, c.message, c.since, c.evidence, root_cause=root)
