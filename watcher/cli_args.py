@@ -5,15 +5,23 @@ from __future__ import annotations
 import argparse
 from datetime import timedelta
 
-from watcher.model.ingest.objects import parse_duration
+from watcher.config import MAX_DURATION, setting_duration
+from watcher.model.ingest.objects import format_duration
+
+_LONGEST = format_duration(MAX_DURATION)
 
 
 def positive_duration(text: str) -> timedelta:
-    """A Go duration (30s, 5m, 1h30m) above zero, for argparse."""
-    value = parse_duration(text)
-    if value is None or value <= timedelta(0):
+    """A duration above zero, for argparse: read as every setting and the fleet's flags are
+    (config.setting_duration), so a flag takes what a setting takes."""
+    try:
+        value = setting_duration(text)
+    except ValueError:
+        value = timedelta(0)
+    if value <= timedelta(0):
         raise argparse.ArgumentTypeError(
-            f"expected a positive duration such as 30s, 5m or 1h30m; got {text!r}"
+            f"expected a positive duration such as 30s, 5m or 1h30m, or a number of seconds, "
+            f"up to {_LONGEST}; got {text!r}"
         )
     return value
 
