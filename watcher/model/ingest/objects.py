@@ -118,6 +118,24 @@ def condition(obj: Mapping[str, Any], kind: str) -> Condition | None:
     return None
 
 
+def said(cond: Condition | None, kind: str, *, message: bool = True) -> str:
+    """The one spelling of a condition in messages: `Ready=False (Reason: its message)`, or
+    `no Ready condition`. Without `message` the reason alone (a cached report's message is
+    old news)."""
+    if cond is None:
+        return f"no {kind} condition"
+    return f"{kind}={cond['status']}{said_why(cond, message=message)}"
+
+
+def said_why(cond: Condition, *, message: bool = True) -> str:
+    """` (Reason: its message)` of said(), for a message that puts words between a condition's
+    status and its reason; the message's closing full stop is dropped (the sentence around it
+    has its own), and nothing is said when neither is set."""
+    text = cond.get("message", "").rstrip(". ") if message else ""
+    detail = ": ".join(part for part in (cond.get("reason", ""), text) if part)
+    return f" ({detail})" if detail else ""
+
+
 def is_true(obj: Mapping[str, Any], kind: str) -> bool:
     cond = condition(obj, kind)
     return cond is not None and cond["status"] == "True"

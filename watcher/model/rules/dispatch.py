@@ -26,6 +26,7 @@ from watcher.model.ingest.objects import (
     finding_id,
     group_of,
     is_true,
+    said,
     subject_of,
     text,
     time_at,
@@ -42,14 +43,12 @@ from watcher.model.types import Finding, FindingType, ModelConfig, Subject, rfc3
 def status_stale(obj: Mapping[str, Any], down: ControllerState, config: ModelConfig) -> Finding:
     """StatusStale: the object's conditions are a cached report while its controller is down."""
     ready = condition(obj, "Ready")
-    said = "no Ready condition"
-    if ready is not None:
-        said = f"Ready={ready['status']}" + (f" ({ready.get('reason')})" if ready.get("reason") else "")
+    says = said(ready, "Ready", message=False)
     if is_true(obj, "Reconciling"):
-        said += " and Reconciling=True"
+        says += " and Reconciling=True"
     name, subject = down.spec.name, subject_of(obj)
     message = (
-        f"{describe(subject)} says {said}, but its controller {name} is down "
+        f"{describe(subject)} says {says}, but its controller {name} is down "
         f"({down.health.reason}): this is a cached report, last changed {rfc3339(transition(ready))}. "
         f"Nothing reconciles it until {name} runs again."
     )

@@ -30,6 +30,8 @@ from watcher.model.ingest.objects import (
     newest_transition,
     parse_duration,
     parse_time,
+    said,
+    said_why,
     sentence,
     spec_written_at,
     subject_of,
@@ -40,15 +42,6 @@ from watcher.model.ingest.revisions import same_revision, short
 from watcher.model.rules.context import Ctx, Rule
 from watcher.model.rules.denials import denied_condition
 from watcher.model.types import Finding, FindingType, Subject, rfc3339
-
-
-def _cond_text(obj: Mapping[str, Any], kind: str) -> str:
-    """`Ready=False (Reason: message)` as evidence for a message."""
-    cond = condition(obj, kind)
-    if cond is None:
-        return f"no {kind} condition"
-    detail = ": ".join(p for p in (cond.get("reason", ""), cond.get("message", "")) if p)
-    return f"{kind}={cond['status']}" + (f" ({detail})" if detail else "")
 
 
 def stalled(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
@@ -99,7 +92,7 @@ def stuck_reconciling(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
             "controller so it rewrites the status."
         )
     elif ready is not None and ready["status"] == "False":
-        message += f" It keeps failing and retrying: {_cond_text(obj, 'Ready')}. Fix that cause."
+        message += f" It keeps failing and retrying: {said(ready, 'Ready')}. Fix that cause."
     else:
         message += " Check the controller's logs for this object."
     evidence = {
@@ -252,9 +245,7 @@ def reconcile_failed(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
     if not ctx.due(since, limit):
         return None
     subject = subject_of(obj)
-    detail = ": ".join(p for p in (ready.get("reason", ""), ready.get("message", "").rstrip(". ")) if p)
-    message = f"{describe(subject)} has said Ready={ready['status']} since {rfc3339(since)}"
-    message += f" ({detail})" if detail else ""
+    message = f"{describe(subject)} has said Ready={ready['status']} since {rfc3339(since)}{said_why(ready)}"
     if ready["status"] == "Unknown":
         message += " with no reconcile in progress (no Reconciling=True)"
     message += f". Fix the cause its controller reports; see it in full with {_advice(subject)}."
@@ -307,7 +298,7 @@ def revision_skew(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
     ready = condition(obj, "Ready")
     if ready is not None and ready["status"] == "False":
         message += (
-            f"; applying it fails: {_cond_text(obj, 'Ready')}. "
+            f"; applying it fails: {said(ready, 'Ready')}. "
             "Fix that error; until then the cluster runs the old revision."
         )
     else:
