@@ -214,6 +214,34 @@ def test_a_change_the_model_cannot_take_is_logged_and_the_next_ones_still_apply(
     assert [r.getMessage() for r in caplog.records] == ["the model failed on a change; skipped it"]
 
 
+def test_a_delete_the_timeline_cannot_follow_still_reaches_the_model(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    live = LiveModel(ModelConfig(), live_telemetry(KUSTOMIZATIONS), clock=Clock())
+    apps = stuck("apps", since=T0 - timedelta(hours=1))
+    live.upsert(KUSTOMIZATIONS, apps)
+    assert types(live.evaluate()) == [("StuckReconciling", "apps")]
+
+    def broken(*_: object) -> None:
+        raise RuntimeError("a timeline bug")
+
+    monkeypatch.setattr(live._transitions, "deleted", broken)
+    live.delete(KUSTOMIZATIONS, apps)  # must not raise into the watch of its kind
+    assert types(live.evaluate()) == []
+    assert [r.getMessage() for r in caplog.records] == ["the timeline failed on a change; skipped it"]
+
+
+def test_a_delete_the_model_cannot_take_is_logged_and_the_next_ones_still_apply(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    live = LiveModel(ModelConfig(), live_telemetry(KUSTOMIZATIONS), clock=Clock())
+    live.upsert(KUSTOMIZATIONS, stuck("apps", since=T0 - timedelta(hours=1)))
+    nameless = {"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization", "metadata": {}}
+    live.delete(KUSTOMIZATIONS, nameless)  # never produced by the decoder: stands for a bug
+    assert types(live.evaluate()) == [("StuckReconciling", "apps")]
+    assert [r.getMessage() for r in caplog.records] == ["the model failed on a change; skipped it"]
+
+
 def test_the_synced_cache_is_frozen_out_of_garbage_collection_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Full collections over a 50k-object cache stall the loop (BENCHMARKS.md); after the
     initial sync the cache is long-lived, so it is frozen once, not on every evaluation."""

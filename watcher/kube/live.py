@@ -166,46 +166,72 @@ class LiveModel:
 
     def upsert(self, resource: Resource, obj: Mapping[str, Any]) -> None:
         now = self._clock()
-        failed: Exception | None = None
-        if self._transitions.follows(resource.group, resource.kind):  # never a Pod
-            try:  # before the model replaces the version it is compared with
-                self.timeline.extend(self._transitions.upserted(obj, now=now))
-            except Exception as error:
-                failed = error
-        if self._apply("upsert", resource, obj, lambda: self.model.upsert(obj, now=now)) and failed:
-            log.error("the timeline failed on a change; skipped it", exc_info=failed)
+        follows = self._transitions.follows(resource.group, resource.kind)  # never a Pod
+        self._apply(
+            "upsert",
+            resource,
+            obj,
+            lambda: self.model.upsert(obj, now=now),
+            # before the model replaces the version it is compared with
+            timeline=(lambda: self.timeline.extend(self._transitions.upserted(obj, now=now)))
+            if follows
+            else None,
+        )
 
     def delete(self, resource: Resource, obj: dict[str, Any]) -> None:
         meta = obj["metadata"]
-        self._transitions.deleted(resource.group, resource.kind, meta.get("namespace", ""), meta["name"])
-        self._apply("delete", resource, obj, lambda: self.model.delete(obj, now=self._clock()))
+        self._apply(
+            "delete",
+            resource,
+            obj,
+            lambda: self.model.delete(obj, now=self._clock()),
+            timeline=lambda: self._transitions.deleted(
+                resource.group, resource.kind, meta.get("namespace", ""), meta["name"]
+            ),
+        )
 
     def retain(self, resource: Resource, keys: set[tuple[str, str]]) -> None:
         now = self._clock()
-        self._transitions.listed(resource.group, resource.kind, keys)
         self._apply(
             "retain",
             resource,
             None,
             lambda: self.model.retain(resource.api_version, resource.kind, keys, now=now),
+            timeline=lambda: self._transitions.listed(resource.group, resource.kind, keys),
         )
 
     def _apply(
-        self, what: str, resource: Resource, obj: Mapping[str, Any] | None, change: Callable[[], None]
-    ) -> bool:
-        """Whether the model took the change (one that failed is logged, once, here)."""
+        self,
+        what: str,
+        resource: Resource,
+        obj: Mapping[str, Any] | None,
+        change: Callable[[], None],
+        *,
+        timeline: Callable[[], None] | None,
+    ) -> None:
+        """The timeline's bookkeeping of a change, then the model's, each guarded: a bug on one
+        object must stop neither the watch of its kind nor the other (the model must still see
+        a delete the timeline could not follow). A failure is logged once, here: the model's if
+        both failed."""
+        failed: Exception | None = None
+        if timeline is not None:
+            try:
+                timeline()
+            except Exception as error:
+                failed = error
         try:
             change()
-        except Exception:  # a model bug on one object must not stop the watch of its kind
+        except Exception:
             name = obj["metadata"].get("name", "") if obj is not None else ""
             log.exception(
                 "the model failed on a change; skipped it",
                 extra=fields(event=what, group=resource.group, kind=resource.kind, name=name),
             )
-            return False
+            return
         finally:
             self._dirty.set()
-        return True
+        if failed is not None:
+            log.error("the timeline failed on a change; skipped it", exc_info=failed)
 
     def notify(self) -> None:
         self._dirty.set()
