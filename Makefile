@@ -14,7 +14,7 @@ install:
 	bash scripts/install.sh all
 
 lint:
-	.venv/bin/ruff check watcher tests bench dashboards alerts && .venv/bin/mypy watcher && .venv/bin/lint-imports
+	.venv/bin/ruff check watcher tests bench dashboards alerts && .venv/bin/ruff format --check . && .venv/bin/mypy watcher && .venv/bin/lint-imports
 
 # The image's runtime dependencies, pinned with hashes (the Dockerfile installs exactly these).
 lock:

@@ -7,6 +7,7 @@ export STALEWATCH_CONTROLPLANE_BIN
 STALEWATCH_CONTROLPLANE_BIN=$(bash tests/controlplane/build.sh | tail -n 1)
 
 echo "== ruff" && .venv/bin/ruff check watcher tests bench dashboards alerts
+echo "== ruff format" && .venv/bin/ruff format --check .
 echo "== mypy (strict)" && .venv/bin/mypy watcher
 echo "== import-linter" && .venv/bin/lint-imports
 echo "== pytest"

@@ -136,9 +136,7 @@ def _check_kinds(names: list[str]) -> list[str]:
     for name in names:
         match = _KIND.fullmatch(name)
         if match is None or len(match["group"]) > 253:
-            raise ValueError(
-                f"{name!r} is not a custom kind: expected Kind.group, e.g. Widget.example.com"
-            )
+            raise ValueError(f"{name!r} is not a custom kind: expected Kind.group, e.g. Widget.example.com")
         if match["group"].endswith(_BUILT_IN_GROUP):
             raise ValueError(f"{name!r} is a built-in kind: only custom kinds (served by a CRD) can be added")
     return names

@@ -94,16 +94,25 @@ def policy_denied() -> Evaluation:
     the Kyverno one names two policies; a RetryLoop on the same object is the first one's symptom."""
     gateway = subject("EdgeGateway", "checkout", "storefront", "edge.acme.io/v1alpha1")
     apps = ks("flux-system", "apps")
-    root = denied("PolicyDenied/EdgeGateway/checkout/storefront", gateway, "gatekeeper",
-                  ["deny-public-loadbalancers"])
+    root = denied(
+        "PolicyDenied/EdgeGateway/checkout/storefront", gateway, "gatekeeper", ["deny-public-loadbalancers"]
+    )
     return Evaluation(
         now=NOW,
         findings=[
             root,
-            denied("PolicyDenied/Kustomization/flux-system/apps", apps, "kyverno",
-                   ["disallow-privilege-escalation", "require-labels"]),
-            finding("RetryLoop/EdgeGateway/checkout/storefront/Failed", FindingType.RETRY_LOOP, gateway,
-                    root_cause=root.id),
+            denied(
+                "PolicyDenied/Kustomization/flux-system/apps",
+                apps,
+                "kyverno",
+                ["disallow-privilege-escalation", "require-labels"],
+            ),
+            finding(
+                "RetryLoop/EdgeGateway/checkout/storefront/Failed",
+                FindingType.RETRY_LOOP,
+                gateway,
+                root_cause=root.id,
+            ),
         ],
         objects=[],
         controllers=[],
@@ -130,27 +139,67 @@ def controller_down() -> Evaluation:
         now=NOW,
         findings=[
             root,
-            finding("StatusStale/apps", FindingType.STATUS_STALE, apps, severity=Severity.INFO,
-                    root_cause=root.id),
-            finding("StatusStale/infra", FindingType.STATUS_STALE, infra, severity=Severity.INFO,
-                    since=None, root_cause=root.id),
+            finding(
+                "StatusStale/apps", FindingType.STATUS_STALE, apps, severity=Severity.INFO, root_cause=root.id
+            ),
+            finding(
+                "StatusStale/infra",
+                FindingType.STATUS_STALE,
+                infra,
+                severity=Severity.INFO,
+                since=None,
+                root_cause=root.id,
+            ),
             finding("StuckReconciling/podinfo", FindingType.STUCK_RECONCILING, podinfo),
         ],
         objects=[
-            ObjectHealth(apps, Status.CURRENT, "ReconciliationSucceeded", stale=True,
-                         controller="kustomize-controller", last_transition=READY_SINCE),
-            ObjectHealth(infra, Status.CURRENT, "ReconciliationSucceeded", stale=True,
-                         controller="kustomize-controller", last_transition=None),
-            ObjectHealth(podinfo, Status.IN_PROGRESS, "Progressing", stale=False,
-                         controller="helm-controller", last_transition=READY_SINCE),
+            ObjectHealth(
+                apps,
+                Status.CURRENT,
+                "ReconciliationSucceeded",
+                stale=True,
+                controller="kustomize-controller",
+                last_transition=READY_SINCE,
+            ),
+            ObjectHealth(
+                infra,
+                Status.CURRENT,
+                "ReconciliationSucceeded",
+                stale=True,
+                controller="kustomize-controller",
+                last_transition=None,
+            ),
+            ObjectHealth(
+                podinfo,
+                Status.IN_PROGRESS,
+                "Progressing",
+                stale=False,
+                controller="helm-controller",
+                last_transition=READY_SINCE,
+            ),
         ],
         controllers=[
-            ControllerHealth(kc, up=False, reason="ImagePullBackOff",
-                             groups=("kustomize.toolkit.fluxcd.io",), since=DOWN_SINCE),
-            ControllerHealth(deployment("helm-controller"), up=True, reason="",
-                             groups=("helm.toolkit.fluxcd.io",), since=None),
-            ControllerHealth(deployment("source-controller"), up=True, reason="",
-                             groups=("source.toolkit.fluxcd.io", "image.toolkit.fluxcd.io"), since=None),
+            ControllerHealth(
+                kc,
+                up=False,
+                reason="ImagePullBackOff",
+                groups=("kustomize.toolkit.fluxcd.io",),
+                since=DOWN_SINCE,
+            ),
+            ControllerHealth(
+                deployment("helm-controller"),
+                up=True,
+                reason="",
+                groups=("helm.toolkit.fluxcd.io",),
+                since=None,
+            ),
+            ControllerHealth(
+                deployment("source-controller"),
+                up=True,
+                reason="",
+                groups=("source.toolkit.fluxcd.io", "image.toolkit.fluxcd.io"),
+                since=None,
+            ),
         ],
         revisions=[
             RevisionInfo(apps, "GitRepository/flux-system/flux-system", "main@sha1:2b3c", "main@sha1:1a2b"),
@@ -163,12 +212,23 @@ def controller_down() -> Evaluation:
 def odd_names() -> Evaluation:
     """Values that need escaping in the exposition, a cluster-scoped subject and non-ASCII text."""
     weird = ks("team-ä", 'quote"back\\slash')
-    crd = subject("CustomResourceDefinition", "", "kustomizations.kustomize.toolkit.fluxcd.io",
-                  "apiextensions.k8s.io/v1")
+    crd = subject(
+        "CustomResourceDefinition",
+        "",
+        "kustomizations.kustomize.toolkit.fluxcd.io",
+        "apiextensions.k8s.io/v1",
+    )
     return Evaluation(
         now=NOW,
-        findings=[finding("CRDRemoved/kustomizations", FindingType.CRD_REMOVED, crd,
-                          severity=Severity.CRITICAL, since=None)],
+        findings=[
+            finding(
+                "CRDRemoved/kustomizations",
+                FindingType.CRD_REMOVED,
+                crd,
+                severity=Severity.CRITICAL,
+                since=None,
+            )
+        ],
         objects=[ObjectHealth(weird, Status.UNKNOWN, "", stale=False, controller=None, last_transition=None)],
         controllers=[],
         revisions=[RevisionInfo(weird, "GitRepository/team-ä/repo", 'tag "v1"\nline two', "")],
@@ -182,14 +242,25 @@ def crd_ownership_risk() -> Evaluation:
     """A CRD one release installs and another stack's controller needs: a root before any incident,
     cluster-scoped and with no moment it started (no since series); and a CRD two installers claim,
     with no foreign controller and its instances not counted (no objects series)."""
-    crd = subject("CustomResourceDefinition", "", "imagepolicies.image.toolkit.fluxcd.io",
-                  "apiextensions.k8s.io/v1")
-    risk = at_risk("CRDOwnershipRisk/imagepolicies", crd, ["HelmRelease team-platform/platform-base"],
-                   {"image-reflector-controller": "HelmRelease team-delivery/image-automation"}, objects=1)
+    crd = subject(
+        "CustomResourceDefinition", "", "imagepolicies.image.toolkit.fluxcd.io", "apiextensions.k8s.io/v1"
+    )
+    risk = at_risk(
+        "CRDOwnershipRisk/imagepolicies",
+        crd,
+        ["HelmRelease team-platform/platform-base"],
+        {"image-reflector-controller": "HelmRelease team-delivery/image-automation"},
+        objects=1,
+    )
     risk.affected = [subject("ImagePolicy", "team-apps", "podinfo", IMAGE_API)]
     two = subject("CustomResourceDefinition", "", "buckets.example.io", "apiextensions.k8s.io/v1")
-    claimed = at_risk("CRDOwnershipRisk/buckets", two,
-                      ["Helm release a/one", "Kustomization flux-system/two"], {}, objects=None)
+    claimed = at_risk(
+        "CRDOwnershipRisk/buckets",
+        two,
+        ["Helm release a/one", "Kustomization flux-system/two"],
+        {},
+        objects=None,
+    )
     return Evaluation(
         now=NOW,
         findings=[risk, claimed],
@@ -204,8 +275,9 @@ TF_API = "infra.contrib.fluxcd.io/v1alpha2"
 
 def orphan(about: Subject, kustomization: str, reason: str) -> Finding:
     """A PruneOrphan with the evidence its metric reads (its Kustomization, why)."""
-    found = finding(f"PruneOrphan/{about['kind']}/{about['namespace']}/{about['name']}",
-                    FindingType.PRUNE_ORPHAN, about)
+    found = finding(
+        f"PruneOrphan/{about['kind']}/{about['namespace']}/{about['name']}", FindingType.PRUNE_ORPHAN, about
+    )
     found.evidence = {"kustomization": kustomization, "reason": reason}
     return found
 
@@ -224,13 +296,19 @@ def prune_orphan() -> Evaluation:
             root,
             orphan(subject("Terraform", "data", "reports-bucket", TF_API), infra, "NotInInventory"),
             legacy,
-            finding("RetryLoop/Terraform/data/reports-replica/ArtifactFailed", FindingType.RETRY_LOOP,
-                    reports, root_cause=root.id),
+            finding(
+                "RetryLoop/Terraform/data/reports-replica/ArtifactFailed",
+                FindingType.RETRY_LOOP,
+                reports,
+                root_cause=root.id,
+            ),
         ],
         objects=[],
         controllers=[],
         revisions=[],
     )
+
+
 def fight(id: str, about: Subject, managers: list[str], flips: int = 5) -> Finding:
     """A ConflictingWriters with the evidence its metric reads (managers, flips)."""
     found = finding(id, FindingType.CONFLICTING_WRITERS, about)
@@ -272,8 +350,13 @@ def hostile() -> Evaluation:
             ),
             finding("unknown-since", FindingType.STUCK_RECONCILING, odd, since=None),
             denied(f"denied-{HOSTILE}", odd, "kyverno", [f"policy-{HOSTILE}", *EACH_ESCAPE]),
-            at_risk(f"risk-{HOSTILE}", subject("CustomResourceDefinition", "", f"crd-{HOSTILE}", "v1"),
-                    [f"HelmRelease a/{HOSTILE}", *EACH_ESCAPE], {f"ctl-{HOSTILE}": None}, objects=3),
+            at_risk(
+                f"risk-{HOSTILE}",
+                subject("CustomResourceDefinition", "", f"crd-{HOSTILE}", "v1"),
+                [f"HelmRelease a/{HOSTILE}", *EACH_ESCAPE],
+                {f"ctl-{HOSTILE}": None},
+                objects=3,
+            ),
             orphan(odd, f"Kustomization/ns-{HOSTILE}/name-{HOSTILE}", "NotInInventory"),
             fight(f"writers-{HOSTILE}", odd, [f"manager-{HOSTILE}", *EACH_ESCAPE]),
         ],
@@ -282,8 +365,9 @@ def hostile() -> Evaluation:
                 odd, Status.FAILED, HOSTILE, stale=True, controller=None, last_transition=READY_SINCE
             ),
             *(
-                ObjectHealth(ks("a", each), Status.TERMINATING, "", stale=False, controller=None,
-                             last_transition=None)
+                ObjectHealth(
+                    ks("a", each), Status.TERMINATING, "", stale=False, controller=None, last_transition=None
+                )
                 for each in EACH_ESCAPE
             ),
         ],

@@ -78,20 +78,32 @@ def test_nothing_is_rendered_before_the_first_evaluation() -> None:
 
 def test_a_root_finding_names_itself_in_its_root_labels() -> None:
     labels = {
-        "type": "ControllerDown", "severity": "critical",
-        "kind": "Deployment", "namespace": "flux-system", "name": "kustomize-controller",
-        "root": "true", "root_type": "ControllerDown",
-        "root_kind": "Deployment", "root_namespace": "flux-system", "root_name": "kustomize-controller",
+        "type": "ControllerDown",
+        "severity": "critical",
+        "kind": "Deployment",
+        "namespace": "flux-system",
+        "name": "kustomize-controller",
+        "root": "true",
+        "root_type": "ControllerDown",
+        "root_kind": "Deployment",
+        "root_namespace": "flux-system",
+        "root_name": "kustomize-controller",
     }
     assert value(ev.controller_down(), "stalewatch_finding", **labels) == 1
 
 
 def test_a_symptom_names_its_root_cause_in_its_root_labels() -> None:
     labels = {
-        "type": "StatusStale", "severity": "info",
-        "kind": "Kustomization", "namespace": "flux-system", "name": "apps",
-        "root": "false", "root_type": "ControllerDown",
-        "root_kind": "Deployment", "root_namespace": "flux-system", "root_name": "kustomize-controller",
+        "type": "StatusStale",
+        "severity": "info",
+        "kind": "Kustomization",
+        "namespace": "flux-system",
+        "name": "apps",
+        "root": "false",
+        "root_type": "ControllerDown",
+        "root_kind": "Deployment",
+        "root_namespace": "flux-system",
+        "root_name": "kustomize-controller",
     }
     assert value(ev.controller_down(), "stalewatch_finding", **labels) == 1
 
@@ -110,15 +122,20 @@ def chained() -> Evaluation:
             ev.finding("d", FindingType.DEPENDENCY_BLOCKED, ev.ks("x", "d"), root_cause="e"),
             ev.finding("e", FindingType.DEPENDENCY_BLOCKED, ev.ks("x", "e"), root_cause="d"),
         ],
-        objects=[], controllers=[], revisions=[],
+        objects=[],
+        controllers=[],
+        revisions=[],
     )
 
 
 @pytest.mark.parametrize(
     ("name", "root"),
     [
-        pytest.param("b", ("ControllerDown", "Deployment", "flux-system", "kustomize-controller"),
-                     id="symptom_of_a_symptom_names_the_final_root"),
+        pytest.param(
+            "b",
+            ("ControllerDown", "Deployment", "flux-system", "kustomize-controller"),
+            id="symptom_of_a_symptom_names_the_final_root",
+        ),
         pytest.param("c", ("", "", "", ""), id="symptom_of_a_missing_finding_has_empty_root_labels"),
         pytest.param("d", ("", "", "", ""), id="symptoms_pointing_at_each_other_have_empty_root_labels"),
     ],
@@ -141,14 +158,21 @@ def test_object_status_is_a_stateset_with_one_current_state() -> None:
 @pytest.mark.parametrize(
     ("controller", "expected"),
     [
-        pytest.param(ControllerHealth(ev.deployment("a"), up=True, reason="", groups=(), since=None),
-                     {}, id="up_has_every_reason_zero"),
-        pytest.param(ControllerHealth(ev.deployment("a"), up=False, reason="LeaseExpired", groups=(),
-                                      since=None),
-                     {"LeaseExpired": 1.0}, id="down_has_its_reason_one"),
-        pytest.param(ControllerHealth(ev.deployment("a"), up=False, reason="SomethingNew", groups=(),
-                                      since=None),
-                     {}, id="down_for_a_reason_outside_the_set_has_every_reason_zero"),
+        pytest.param(
+            ControllerHealth(ev.deployment("a"), up=True, reason="", groups=(), since=None),
+            {},
+            id="up_has_every_reason_zero",
+        ),
+        pytest.param(
+            ControllerHealth(ev.deployment("a"), up=False, reason="LeaseExpired", groups=(), since=None),
+            {"LeaseExpired": 1.0},
+            id="down_has_its_reason_one",
+        ),
+        pytest.param(
+            ControllerHealth(ev.deployment("a"), up=False, reason="SomethingNew", groups=(), since=None),
+            {},
+            id="down_for_a_reason_outside_the_set_has_every_reason_zero",
+        ),
     ],
 )
 def test_controller_down_reason_is_a_stateset_over_the_fixed_reasons(
@@ -187,8 +211,11 @@ def test_a_deleted_object_disappears_from_the_next_scrape() -> None:
     ("accept", "content_type"),
     [
         pytest.param(None, "text/plain; version=0.0.4; charset=utf-8", id="prometheus_text_by_default"),
-        pytest.param("application/openmetrics-text; version=1.0.0", "application/openmetrics-text",
-                     id="openmetrics_when_asked"),
+        pytest.param(
+            "application/openmetrics-text; version=1.0.0",
+            "application/openmetrics-text",
+            id="openmetrics_when_asked",
+        ),
     ],
 )
 def test_render_negotiates_the_format_from_accept(accept: str | None, content_type: str) -> None:

@@ -54,10 +54,14 @@ def test_root_cause_pages_and_its_symptoms_are_inhibited(prom_stack: StackFactor
         assert sorted(a["labels"]["name"] for a in stale) == ["apps", "infra"]
         assert all(a["status"]["state"] == "suppressed" for a in stale)
 
-        stack.wait_for(lambda: "StalewatchControllerDown" in stack.webhook.alertnames("pager"),
-                       what="the root cause paging")
-        stack.wait_for(lambda: "StalewatchStuckReconciling" in stack.webhook.alertnames("chat"),
-                       what="the unrelated warning reaching chat")
+        stack.wait_for(
+            lambda: "StalewatchControllerDown" in stack.webhook.alertnames("pager"),
+            what="the root cause paging",
+        )
+        stack.wait_for(
+            lambda: "StalewatchStuckReconciling" in stack.webhook.alertnames("chat"),
+            what="the unrelated warning reaching chat",
+        )
         [root] = stack.alertmanager_alerts("StalewatchControllerDown")
         assert root["status"]["state"] == "active"
         summary, description = root["annotations"]["summary"], root["annotations"]["description"]

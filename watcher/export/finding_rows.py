@@ -30,7 +30,6 @@ class Rooted(NamedTuple):
     since: float | None
 
 
-
 def rooted(findings: Sequence[Finding]) -> list[Rooted]:
     """Each finding with its label values; a group built whole, as roots are found across the list."""
     by_id = {f.id: f for f in findings}

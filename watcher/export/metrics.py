@@ -312,6 +312,7 @@ GROUPS: tuple[_Group, ...] = (
 
 FAMILIES: dict[str, Family] = {family.name: family for group in GROUPS for family in group.families}
 
+
 class ModelCollector:
     """Renders whatever Evaluation `source` returns at scrape time; nothing before the first one.
 

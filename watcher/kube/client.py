@@ -115,9 +115,7 @@ class Backoff:
     """Capped exponential backoff with jitter: each delay is uniform in [d/2, d], d doubling
     from `initial` up to `cap`, so a fleet of watchers does not retry in lockstep."""
 
-    def __init__(
-        self, *, initial: float, cap: float, rng: Callable[[], float] = random.random
-    ) -> None:
+    def __init__(self, *, initial: float, cap: float, rng: Callable[[], float] = random.random) -> None:
         self.initial, self.cap, self._rng = initial, cap, rng
         self.attempt = 0
 

@@ -233,4 +233,3 @@ class ClusterWatcher:
                 continue  # e.g. a pooled connection the server had closed: the next probe tells
             else:
                 self.link.reached()
-
