@@ -19,7 +19,7 @@ from typing import Any
 from watcher.cli_args import add_cluster_arguments, positive_duration
 from watcher.config import Settings, build_model_config, load_settings, parse_set_options
 from watcher.export.impact import render_json, render_text
-from watcher.model.ingest.kinds import CRD_KIND
+from watcher.model.ingest.kinds import CRD_GROUP, CRD_KIND
 from watcher.model.ingest.objects import describe, format_duration, key_of
 from watcher.model.ingest.packed import Packed
 from watcher.model.store.graph import Store
@@ -27,7 +27,6 @@ from watcher.model.types import ControllerSpec
 from watcher.model.views.impact import impact
 from watcher.model.views.impact_tree import Outcome, Sight, SnapshotSight
 from watcher.model.views.spelling import (
-    CRD_GROUP,
     KNOWN,
     SpellingError,
     crd_kind,

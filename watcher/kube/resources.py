@@ -16,12 +16,10 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from watcher.model.ingest.kinds import policy_kind
+from watcher.model.ingest.kinds import CRD_GROUP, policy_kind
 from watcher.model.ingest.objects import condition, dig, text
 from watcher.model.rules.controllers import reconciles
 from watcher.model.types import ControllerSpec
-
-CRD_GROUP = "apiextensions.k8s.io"
 
 
 @dataclass(frozen=True, slots=True)

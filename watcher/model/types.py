@@ -148,13 +148,17 @@ class HealthReason(StrEnum):
     RESTARTING = "Restarting"
 
 
-CONTROLLER_DOWN_REASONS: tuple[HealthReason, ...] = (
+POD_FAILURES: tuple[HealthReason, ...] = (
     HealthReason.IMAGE_PULL_BACK_OFF,
     HealthReason.ERR_IMAGE_PULL,
     HealthReason.CRASH_LOOP_BACK_OFF,
     HealthReason.CREATE_CONTAINER_CONFIG_ERROR,
     HealthReason.UNSCHEDULABLE,
     HealthReason.OOM_KILLED,
+)
+"""A Pod's own failing states: none passes by waiting alone (`wait` fails fast on them)."""
+CONTROLLER_DOWN_REASONS: tuple[HealthReason, ...] = (
+    *POD_FAILURES,
     HealthReason.NOT_READY,
     HealthReason.NO_AVAILABLE_REPLICAS,
     HealthReason.LEASE_EXPIRED,

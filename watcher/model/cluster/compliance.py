@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from watcher.model.cluster.audits import READERS, Audit, Policy, Read, Violation, kyverno_action, kyverno_key
 from watcher.model.ingest.flux import inventory
 from watcher.model.ingest.kinds import (
+    CRD_GROUP,
     CRD_KIND,
     GATEKEEPER_GROUP,
     KUSTOMIZE_GROUP,
@@ -235,7 +236,7 @@ class Compliance:
         if not blind:
             return ()
         constraints = set()
-        for key in self._store.raw_of_kind("apiextensions.k8s.io", CRD_KIND):
+        for key in self._store.raw_of_kind(CRD_GROUP, CRD_KIND):
             crd = self._store.get(key)
             if crd is not None and text(crd, "spec", "group") == GATEKEEPER_GROUP:
                 constraints.add(text(crd, "spec", "names", "kind"))

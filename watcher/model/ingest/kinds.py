@@ -16,6 +16,8 @@ SOURCE_GROUP = "source.toolkit.fluxcd.io"
 KUSTOMIZE_GROUP = "kustomize.toolkit.fluxcd.io"
 HELM_GROUP = "helm.toolkit.fluxcd.io"
 TERRAFORM_GROUP = "infra.contrib.fluxcd.io"
+IMAGE_GROUP = "image.toolkit.fluxcd.io"
+CRD_GROUP = "apiextensions.k8s.io"
 GATEKEEPER_GROUP = "constraints.gatekeeper.sh"
 POLICY_REPORT_GROUP = "wgpolicyk8s.io"
 KYVERNO_GROUP = "kyverno.io"
@@ -80,7 +82,7 @@ KINDS: tuple[KnownKind, ...] = (
     KnownKind("", "Event", judge=Judge.EVENT),
     KnownKind("events.k8s.io", "Event", judge=Judge.EVENT),
     KnownKind("coordination.k8s.io", "Lease", track=Track.LEASE),
-    KnownKind("apiextensions.k8s.io", "CustomResourceDefinition", track=Track.CRD),
+    KnownKind(CRD_GROUP, "CustomResourceDefinition", track=Track.CRD),
     KnownKind(KUSTOMIZE_GROUP, "Kustomization", inventory=True, applier=True, referable=True),
     KnownKind(HELM_GROUP, "HelmRelease", inventory=True, applier=True, referable=True),
     KnownKind(TERRAFORM_GROUP, "Terraform", inventory=True, applier=True, referable=True),

@@ -51,29 +51,27 @@ def _wrong(mark: Mapping[str, str]) -> str:
 
 def rule_failed(subject: Subject, error: Exception, *, what: str) -> Rejection:
     """`what` (e.g. "its rules") raised on this object: it is set aside, not judged."""
-    detail = f"{type(error).__name__}: {error}"[:VALUE_LIMIT]
-    return Rejection(
-        subject=subject,
-        reason=RejectReason.RULE_ERROR,
-        field="",
-        value=detail,
-        evaluated=False,
-        message=f"{describe(subject)}: not evaluated, {what} failed on it ({detail})",
+    return _not_evaluated(
+        subject, RejectReason.RULE_ERROR, f"{type(error).__name__}: {error}", f"{what} failed on it"
     )
 
 
 def unreadable(subject: Subject, problem: str) -> Rejection:
     """project() refused this object whole (`problem`, MalformedObject's message, which names it
     first): nothing of it was read, so nothing is concluded from it."""
-    what = describe(subject)
-    detail = problem.removeprefix(f"{what}: ")[:VALUE_LIMIT]
+    detail = problem.removeprefix(f"{describe(subject)}: ")
+    return _not_evaluated(subject, RejectReason.MALFORMED, detail, "it could not be read")
+
+
+def _not_evaluated(subject: Subject, reason: RejectReason, detail: str, because: str) -> Rejection:
+    detail = detail[:VALUE_LIMIT]
     return Rejection(
         subject=subject,
-        reason=RejectReason.MALFORMED,
+        reason=reason,
         field="",
         value=detail,
         evaluated=False,
-        message=f"{what}: not evaluated, it could not be read ({detail})",
+        message=f"{describe(subject)}: not evaluated, {because} ({detail})",
     )
 
 

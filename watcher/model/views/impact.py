@@ -35,6 +35,7 @@ from watcher.model.ingest.flux import dependencies, inventory, source_key
 from watcher.model.ingest.kinds import (
     APPLIERS,
     CONTROLLER_WORKLOADS,
+    CRD_GROUP,
     CRD_KIND,
     FLUX_GROUPS,
     HELM_GROUP,
@@ -46,7 +47,7 @@ from watcher.model.rules.controllers import match_spec, reconciles
 from watcher.model.store.graph import Store, claims
 from watcher.model.types import ControllerSpec
 from watcher.model.views.impact_tree import Action, Effect, Impact, Node, Sight
-from watcher.model.views.spelling import CRD_GROUP, crd_kind, spellings
+from watcher.model.views.spelling import crd_kind, spellings
 
 PRUNE_ANNOTATION = "kustomize.toolkit.fluxcd.io/prune"
 PRUNE_DISABLED = "disabled"

@@ -16,11 +16,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from watcher.model.ingest.kinds import CRD_KIND, HELM_GROUP, KUSTOMIZE_GROUP, SOURCE_GROUP, TERRAFORM_GROUP
+from watcher.model.ingest.kinds import (
+    CRD_GROUP,
+    CRD_KIND,
+    HELM_GROUP,
+    IMAGE_GROUP,
+    KUSTOMIZE_GROUP,
+    SOURCE_GROUP,
+    TERRAFORM_GROUP,
+)
 from watcher.model.ingest.objects import Key, text
 
-CRD_GROUP = "apiextensions.k8s.io"
-IMAGE_GROUP = "image.toolkit.fluxcd.io"
 _NAME = re.compile(r"[a-z0-9]([-a-z0-9.:]*[a-z0-9])?")
 
 

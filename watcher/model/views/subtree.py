@@ -39,7 +39,7 @@ from watcher.model.rules.kstatus import compute_status
 from watcher.model.rules.workload_words import describe_state
 from watcher.model.rules.workloads import BACK_OFF, owner_workload, pod_state, replaced
 from watcher.model.store.graph import View, release_of
-from watcher.model.types import HealthReason, ObjectHealth, Status, Subject
+from watcher.model.types import POD_FAILURES, HealthReason, ObjectHealth, Status, Subject
 
 
 class State(StrEnum):
@@ -53,16 +53,7 @@ class State(StrEnum):
 
 
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet")
-FAIL_FAST: frozenset[HealthReason] = frozenset(
-    {
-        HealthReason.IMAGE_PULL_BACK_OFF,
-        HealthReason.ERR_IMAGE_PULL,
-        HealthReason.CRASH_LOOP_BACK_OFF,
-        HealthReason.CREATE_CONTAINER_CONFIG_ERROR,
-        HealthReason.UNSCHEDULABLE,
-        HealthReason.OOM_KILLED,
-    }
-)
+FAIL_FAST: frozenset[HealthReason] = frozenset(POD_FAILURES)
 """A Pod state that waiting will not fix once it has lasted --grace (from the state's own start)."""
 
 
