@@ -71,6 +71,17 @@ objects a pass judges are Ready, and building the same answer for each was a mea
 of re-judging one."""
 
 
+def _short(want: int, have: int, reason: str, counted: str) -> StatusResult | None:
+    """The replica-count check every workload kind makes, in upstream's words: fewer `counted`
+    replicas than wanted is in progress."""
+    return _in_progress(reason, f"{counted}: {have}/{want}") if want > have else None
+
+
+def _extra(replicas: int, spec: int) -> StatusResult | None:
+    """More replicas than the spec: the old ones are still terminating."""
+    return _in_progress("ExtraPods", f"Pending termination: {replicas - spec}") if replicas > spec else None
+
+
 def _int(obj: Mapping[str, Any], path: str, default: int) -> int:
     value = integer(obj, *path.split("."))
     return default if value is None else value
@@ -121,18 +132,18 @@ def _statefulset(obj: Mapping[str, Any], now: datetime | None) -> StatusResult:
     updated = _int(obj, "status.updatedReplicas", 0)
     replicas = _int(obj, "status.replicas", 0)
     partition = _int(obj, "spec.updateStrategy.rollingUpdate.partition", -1)
-    if spec > replicas:
-        return _in_progress("LessReplicas", f"Replicas: {replicas}/{spec}")
-    if spec > ready:
-        return _in_progress("LessReady", f"Ready: {ready}/{spec}")
-    if replicas > spec:
-        return _in_progress("ExtraPods", f"Pending termination: {replicas - spec}")
+    short = (
+        _short(spec, replicas, "LessReplicas", "Replicas")
+        or _short(spec, ready, "LessReady", "Ready")
+        or _extra(replicas, spec)
+    )
+    if short is not None:
+        return short
     if partition != -1:
-        if updated < spec - partition:
-            return _in_progress("PartitionRollout", f"updated: {updated}/{spec - partition}")
-        return _current(f"Partition rollout complete. updated: {updated}")
-    if spec > current:
-        return _in_progress("LessCurrent", f"current: {current}/{spec}")
+        partitioned = _short(spec - partition, updated, "PartitionRollout", "updated")
+        return partitioned or _current(f"Partition rollout complete. updated: {updated}")
+    if (short := _short(spec, current, "LessCurrent", "current")) is not None:
+        return short
     if text(obj, "status", "currentRevision") != text(obj, "status", "updateRevision"):
         return _in_progress("RevisionMismatch", "Waiting for updated revision to match current")
     return _current(f"All replicas scheduled as expected. Replicas: {replicas}")
@@ -154,16 +165,15 @@ def _deployment(obj: Mapping[str, Any], now: datetime | None) -> StatusResult:
     updated = _int(obj, "status.updatedReplicas", 0)
     ready = _int(obj, "status.readyReplicas", 0)
     available_replicas = _int(obj, "status.availableReplicas", 0)
-    if spec > replicas:
-        return _in_progress("LessReplicas", f"Replicas: {replicas}/{spec}")
-    if spec > updated:
-        return _in_progress("LessUpdated", f"Updated: {updated}/{spec}")
-    if replicas > spec:
-        return _in_progress("ExtraPods", f"Pending termination: {replicas - spec}")
-    if updated > available_replicas:
-        return _in_progress("LessAvailable", f"Available: {available_replicas}/{updated}")
-    if spec > ready:
-        return _in_progress("LessReady", f"Ready: {ready}/{spec}")
+    short = (
+        _short(spec, replicas, "LessReplicas", "Replicas")
+        or _short(spec, updated, "LessUpdated", "Updated")
+        or _extra(replicas, spec)
+        or _short(updated, available_replicas, "LessAvailable", "Available")
+        or _short(spec, ready, "LessReady", "Ready")
+    )
+    if short is not None:
+        return short
     if not progressing:
         return _in_progress("ReplicaSetNotAvailable", "ReplicaSet not Available")
     if not available:
@@ -180,15 +190,13 @@ def _replicaset(obj: Mapping[str, Any], now: datetime | None) -> StatusResult:
     ready = _int(obj, "status.readyReplicas", 0)
     available = _int(obj, "status.availableReplicas", 0)
     labelled = _int(obj, "status.fullyLabeledReplicas", 0)
-    if spec > labelled:
-        return _in_progress("LessLabelled", f"Labelled: {labelled}/{spec}")
-    if spec > available:
-        return _in_progress("LessAvailable", f"Available: {available}/{spec}")
-    if spec > ready:
-        return _in_progress("LessReady", f"Ready: {ready}/{spec}")
-    if replicas > spec:
-        return _in_progress("ExtraPods", f"Pending termination: {replicas - spec}")
-    return _current(f"ReplicaSet is available. Replicas: {replicas}")
+    return (
+        _short(spec, labelled, "LessLabelled", "Labelled")
+        or _short(spec, available, "LessAvailable", "Available")
+        or _short(spec, ready, "LessReady", "Ready")
+        or _extra(replicas, spec)
+        or _current(f"ReplicaSet is available. Replicas: {replicas}")
+    )
 
 
 def _daemonset(obj: Mapping[str, Any], now: datetime | None) -> StatusResult:
@@ -206,15 +214,13 @@ def _daemonset(obj: Mapping[str, Any], now: datetime | None) -> StatusResult:
     ready = _int(obj, "status.numberReady", 0)
     if desired == -1:
         return _in_progress("NoDesiredNumber", "Missing .status.desiredNumberScheduled")
-    if desired > current:
-        return _in_progress("LessCurrent", f"Current: {current}/{desired}")
-    if desired > updated:
-        return _in_progress("LessUpdated", f"Updated: {updated}/{desired}")
-    if desired > available:
-        return _in_progress("LessAvailable", f"Available: {available}/{desired}")
-    if desired > ready:
-        return _in_progress("LessReady", f"Ready: {ready}/{desired}")
-    return _current(f"All replicas scheduled as expected. Replicas: {desired}")
+    return (
+        _short(desired, current, "LessCurrent", "Current")
+        or _short(desired, updated, "LessUpdated", "Updated")
+        or _short(desired, available, "LessAvailable", "Available")
+        or _short(desired, ready, "LessReady", "Ready")
+        or _current(f"All replicas scheduled as expected. Replicas: {desired}")
+    )
 
 
 def _pvc(obj: Mapping[str, Any], now: datetime | None) -> StatusResult:
