@@ -15,7 +15,6 @@ whose revisions tie), or when it lags its own source. The same root cause in man
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -24,6 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from watcher.fleet.queries import LOOKBACK, MAX_ROWS, SEVERITY_WEIGHT, Answer, Filters
+from watcher.fleet.samples import count, flag, labels, number
 from watcher.model.ingest.objects import format_age
 from watcher.model.types import rfc3339
 
@@ -238,19 +238,19 @@ def build(
         return str(sample["metric"].get(cluster_label, ""))
 
     def per_cluster(name: str) -> dict[str, float]:
-        return {cluster(s): _number(s) for s in of(name)}
+        return {cluster(s): number(s) for s in of(name)}
 
     up, synced, last = per_cluster("up"), per_cluster("synced"), per_cluster("last_sample")
     roots: dict[str, dict[str, int]] = defaultdict(dict)
     for s in of("root_counts"):
-        roots[cluster(s)][_labels(s, "severity")[0]] = _count(s)
+        roots[cluster(s)][labels(s, "severity")[0]] = count(s)
     reasons = {
-        _labels(s, cluster_label, "namespace", "name"): _labels(s, "reason")[0] for s in of("down_reasons")
+        labels(s, cluster_label, "namespace", "name"): labels(s, "reason")[0] for s in of("down_reasons")
     }
     down: dict[str, list[ControllerDown]] = defaultdict(list)
     for s in of("controllers_down"):
-        key = _labels(s, cluster_label, "namespace", "name")
-        down[key[0]].append(ControllerDown(key[1], key[2], _labels(s, "kind")[0], reasons.get(key, "")))
+        key = labels(s, cluster_label, "namespace", "name")
+        down[key[0]].append(ControllerDown(key[1], key[2], labels(s, "kind")[0], reasons.get(key, "")))
     named = {n for n in urls if _matches(filters.cluster, n)}
     names = sorted(set(up) | set(last) | set(roots) | set(down) | named)
     clusters = []
@@ -273,15 +273,15 @@ def build(
                 state,
                 why,
                 urls.get(name),
-                _flag(facts.up),
-                _flag(facts.synced),
+                flag(facts.up),
+                flag(facts.synced),
                 facts.last_sample,
                 dict(facts.roots),
                 facts.down,
             )
         )
     clusters.sort(key=lambda c: (STATES.index(c.state), c.name))
-    wanted = {_labels(r, *OBJECT) for r in of("matrix_rows")}
+    wanted = {labels(r, *OBJECT) for r in of("matrix_rows")}
     columns, rows = matrix(of("matrix"), cluster_label=cluster_label, wanted=wanted)
     return Fleet(
         now=now,
@@ -307,10 +307,10 @@ def group_roots(
 ) -> list[RootGroup]:
     """Root findings grouped across clusters by (type, kind, namespace, name, down reason); the
     most severe first, then those in the most clusters."""
-    radius = {_labels(s, cluster_label, "root_kind", "root_namespace", "root_name"): _count(s) for s in blast}
+    radius = {labels(s, cluster_label, "root_kind", "root_namespace", "root_name"): count(s) for s in blast}
     groups: dict[tuple[str, ...], list[Where]] = defaultdict(list)
     for s in roots:
-        cluster, kind, namespace, name, type_, severity = _labels(
+        cluster, kind, namespace, name, type_, severity = labels(
             s, cluster_label, *OBJECT, "type", "severity"
         )
         reason = reasons.get((cluster, namespace, name), "") if type_ == "ControllerDown" else ""
@@ -332,7 +332,7 @@ def matrix(
     its source, then by name."""
     seen: dict[tuple[str, ...], dict[str, dict[str, str]]] = defaultdict(dict)
     for s in series:
-        m, key = s["metric"], _labels(s, *OBJECT)
+        m, key = s["metric"], labels(s, *OBJECT)
         if key not in wanted:
             continue
         seen[key].setdefault(str(m.get(cluster_label, "")), m)  # the first wins, as on /metrics
@@ -380,25 +380,3 @@ def _skewed(row: Row) -> bool:
 
 def _rank(severity: str) -> int:
     return -SEVERITY_WEIGHT.get(severity, 0)
-
-
-def _labels(sample: dict[str, Any], *names: str) -> tuple[str, ...]:
-    """The sample's values of those labels, "" for one it lacks (an empty label is no label)."""
-    metric = sample["metric"]
-    return tuple(str(metric.get(name, "")) for name in names)
-
-
-def _count(sample: dict[str, Any]) -> int:
-    value = _number(sample)
-    return int(value) if math.isfinite(value) else 0
-
-
-def _number(sample: dict[str, Any]) -> float:
-    try:
-        return float(sample["value"][1])
-    except (ValueError, TypeError):
-        return float("nan")
-
-
-def _flag(value: float | None) -> bool | None:
-    return None if value is None else value == 1
