@@ -75,8 +75,8 @@ def stuck_reconciling(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
         return None
     what = describe(subject_of(obj))
     message = (
-        f"{what} has said Reconciling=True since {rfc3339(since)} "
-        f"({cond.get('reason', '')}: {cond.get('message', '')}), longer than {format_duration(limit)}"
+        f"{what} has said Reconciling=True since {rfc3339(since)}{said_why(cond)}, "
+        f"longer than {format_duration(limit)}"
     )
     message += (
         f" ({thresholds.stuck_reconciling_interval_factor:g} x its {text(obj, 'spec', 'interval')} interval)."
