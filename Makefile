@@ -1,5 +1,5 @@
 # Two commands matter (see README): `make demo` and `make test`.
-.PHONY: demo test install lint lock
+.PHONY: demo test lab install lint lock
 
 demo:
 	@bash scripts/install.sh runtime
@@ -9,6 +9,12 @@ demo:
 
 test:
 	bash scripts/test.sh
+
+# Real Flux controllers against a real API server, one thing broken, stalewatch serving its page
+# until Ctrl-C (tests/lab/README.md). The first run builds the controllers (several minutes).
+lab:
+	@bash scripts/install.sh all
+	@.venv/bin/python -m tests.lab $(ARGS)
 
 install:
 	bash scripts/install.sh all

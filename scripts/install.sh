@@ -31,4 +31,5 @@ sed -n 's/^\([A-Za-z0-9._-]*==[^ ]*\).*/\1/p' requirements.lock > .venv/constrai
 
 if [ "$what" = all ]; then
   bash tests/controlplane/build.sh >/dev/null
+  bash tests/lab/build.sh >/dev/null   # the real Flux controllers, kwok, kube-controller-manager
 fi

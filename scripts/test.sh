@@ -5,6 +5,8 @@ cd "$(dirname "$0")/.."
 bash scripts/install.sh all
 export STALEWATCH_CONTROLPLANE_BIN
 STALEWATCH_CONTROLPLANE_BIN=$(bash tests/controlplane/build.sh | tail -n 1)
+export STALEWATCH_LAB_BIN
+STALEWATCH_LAB_BIN=$(bash tests/lab/build.sh | tail -n 1)
 
 echo "== ruff" && .venv/bin/ruff check watcher tests bench dashboards alerts
 echo "== ruff format" && .venv/bin/ruff format --check .

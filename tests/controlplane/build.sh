@@ -28,4 +28,5 @@ kver="$kver -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/v
 build etcd etcd go.etcd.io/etcd/server/v3 "-s -w"
 build kube-apiserver k8s k8s.io/kubernetes/cmd/kube-apiserver "$kver"
 build kubectl k8s k8s.io/kubernetes/cmd/kubectl "$kver"
+build kube-controller-manager k8s k8s.io/kubernetes/cmd/kube-controller-manager "$kver"
 echo "$out"

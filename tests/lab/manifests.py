@@ -1,0 +1,275 @@
+"""The objects the lab writes: the fake node, the Flux Deployments, kwok's configuration.
+
+The Deployments look like a real `flux install` (names, labels, container `manager`, image
+`ghcr.io/fluxcd/<name>:<version>`, leader election on), because stalewatch finds controllers and
+their pods by exactly those fields. The processes behind them run on the host (see lab.py); kwok
+only plays the kubelet that reports the pods' status.
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+NAMESPACE = "flux-system"
+NODE = "lab-node-0"
+CONTROLLERS = ("source-controller", "kustomize-controller", "helm-controller")
+# break_pod() puts this label (value: the waiting reason) and annotation (the message) on a pod;
+# the fault Stage below then reports its container as waiting with that reason, as a kubelet does.
+FAULT_LABEL = "lab.stalewatch.io/fault"
+FAULT_MESSAGE = "lab.stalewatch.io/fault-message"
+# Selects the nodes this kwok plays the kubelet for.
+KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
+
+
+def node() -> dict[str, Any]:
+    """One fake node. kwok's Stages make it Ready; every lab pod is bound to it by nodeName,
+    since no scheduler runs."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": NODE,
+            "annotations": {KWOK_NODE_ANNOTATION: "fake", "node.alpha.kubernetes.io/ttl": "0"},
+            "labels": {
+                "kubernetes.io/hostname": NODE,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+                "type": "kwok",
+            },
+        },
+    }
+
+
+def _args(name: str) -> list[str]:
+    """The container args of a real Flux install (informational: the host process gets its own)."""
+    args = [
+        "--events-addr=http://notification-controller.flux-system.svc.cluster.local./",
+        "--watch-all-namespaces=true",
+        "--log-level=info",
+        "--log-encoding=json",
+        "--enable-leader-election",
+    ]
+    if name == "source-controller":
+        args += [
+            "--storage-path=/data",
+            "--storage-adv-addr=source-controller.$(RUNTIME_NAMESPACE).svc.cluster.local.",
+        ]
+    return args
+
+
+def deployment(name: str, version: str) -> dict[str, Any]:
+    """The Deployment of one Flux controller, as `flux install` writes it (trimmed of what a fake
+    kubelet ignores: volumes, resources, security context)."""
+    labels = {
+        "app.kubernetes.io/component": name,
+        "app.kubernetes.io/instance": NAMESPACE,
+        "app.kubernetes.io/part-of": "flux",
+        "control-plane": "controller",
+    }
+    ports = [{"containerPort": 8080, "name": "http-prom", "protocol": "TCP"}]
+    ports.append({"containerPort": 9440, "name": "healthz", "protocol": "TCP"})
+    if name == "source-controller":
+        ports.append({"containerPort": 9090, "name": "http", "protocol": "TCP"})
+    container = {
+        "name": "manager",
+        "image": f"ghcr.io/fluxcd/{name}:{version}",
+        "imagePullPolicy": "IfNotPresent",
+        "args": _args(name),
+        "env": [
+            {"name": "RUNTIME_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}}
+        ],
+        "ports": ports,
+        "readinessProbe": {"httpGet": {"path": "/readyz", "port": "healthz"}},
+        "livenessProbe": {"httpGet": {"path": "/healthz", "port": "healthz"}},
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {
+                    "labels": {"app": name},
+                    "annotations": {"prometheus.io/port": "8080", "prometheus.io/scrape": "true"},
+                },
+                "spec": {
+                    "nodeName": NODE,
+                    "serviceAccountName": name,
+                    "terminationGracePeriodSeconds": 10,
+                    "containers": [container],
+                },
+            },
+        },
+    }
+
+
+def service_account(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": NAMESPACE}}
+
+
+def namespace(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+
+# A container that died and cannot come back: restarted once, now waiting with the fault's reason
+# (ImagePullBackOff by default), Ready=False. `running: null` removes the running state: kwok
+# applies the template as a strategic merge patch, which would otherwise keep both states.
+_FAULT_STAGE_TEMPLATE = """\
+{{ $now := Now }}
+{{ $reason := index .metadata.labels "%(label)s" }}
+{{ $message := index .metadata.annotations "%(message)s" }}
+conditions:
+- lastTransitionTime: {{ $now | Quote }}
+  status: "False"
+  reason: ContainersNotReady
+  message: {{ printf "containers with unready status: [%%s]" (index .spec.containers 0).name | Quote }}
+  type: Ready
+- lastTransitionTime: {{ $now | Quote }}
+  status: "False"
+  reason: ContainersNotReady
+  message: {{ printf "containers with unready status: [%%s]" (index .spec.containers 0).name | Quote }}
+  type: ContainersReady
+containerStatuses:
+{{ range .spec.containers }}
+- image: {{ .image | Quote }}
+  name: {{ .name | Quote }}
+  ready: false
+  started: false
+  restartCount: 1
+  lastState:
+    terminated:
+      exitCode: 137
+      reason: Error
+      startedAt: {{ $now | Quote }}
+      finishedAt: {{ $now | Quote }}
+  state:
+    running: null
+    waiting:
+      reason: {{ $reason | Quote }}
+      message: {{ $message | Quote }}
+{{ end }}
+"""
+
+
+def fault_stage() -> dict[str, Any]:
+    """kwok Stage: a Running, Ready pod carrying FAULT_LABEL becomes not ready, its container
+    waiting with the label's reason. (kwok's Stage events have a fixed message, so the lab writes
+    the kubelet's events itself: see kubelet_events.)"""
+    return {
+        "apiVersion": "kwok.x-k8s.io/v1alpha1",
+        "kind": "Stage",
+        "metadata": {"name": "lab-pod-container-fault"},
+        "spec": {
+            "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
+            "selector": {
+                "matchExpressions": [
+                    {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
+                    {"key": f'.metadata.labels["{FAULT_LABEL}"]', "operator": "Exists"},
+                    {"key": ".status.phase", "operator": "In", "values": ["Running"]},
+                    {
+                        "key": '.status.conditions.[] | select( .type == "Ready" ) | .status',
+                        "operator": "In",
+                        "values": ["True"],
+                    },
+                ]
+            },
+            "weight": 10000,
+            "next": {
+                "statusTemplate": _FAULT_STAGE_TEMPLATE % {"label": FAULT_LABEL, "message": FAULT_MESSAGE}
+            },
+        },
+    }
+
+
+def kwok_config(path: Path) -> Path:
+    """kwok's own configuration plus the fault Stage. Standalone kwok takes its parallelism from
+    here; kwok's stock node/pod Stages come as separate --config files from the build cache."""
+    configuration = {
+        "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
+        "kind": "KwokConfiguration",
+        "options": {
+            "podPlayStageParallelism": 4,
+            "nodePlayStageParallelism": 2,
+            "nodeLeaseParallelism": 2,
+            "nodeLeaseDurationSeconds": 40,
+            "podsOnNodeSyncParallelism": 2,
+        },
+    }
+    path.write_text(yaml.safe_dump_all([configuration, fault_stage()], sort_keys=False))
+    return path
+
+
+def fault_message(reason: str, image: str, pod: str) -> str:
+    """What the kubelet says for the usual waiting reasons."""
+    if reason == "ImagePullBackOff":
+        return f'Back-off pulling image "{image}"'
+    if reason == "ErrImagePull":
+        return f'failed to pull and unpack image "{image}": not found'
+    if reason == "CrashLoopBackOff":
+        return f"back-off 5m0s restarting failed container=manager pod={pod}_{NAMESPACE}"
+    return reason
+
+
+def kubelet_events(pod: dict[str, Any], reason: str, message: str, now: str) -> list[dict[str, Any]]:
+    """The events a kubelet records for a container stuck waiting: `BackOff` with the message,
+    then `Failed` with `Error: <reason>`."""
+    meta = pod["metadata"]
+    involved = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "name": meta["name"],
+        "namespace": meta["namespace"],
+        "uid": meta["uid"],
+        "resourceVersion": meta["resourceVersion"],
+        "fieldPath": "spec.containers{manager}",
+    }
+    recorded = [("Normal", "BackOff", message), ("Warning", "Failed", f"Error: {reason}")]
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": f"{meta['name']}.{secrets.token_hex(8)}", "namespace": meta["namespace"]},
+            "involvedObject": involved,
+            "type": kind,
+            "reason": why,
+            "message": text,
+            "source": {"component": "kubelet", "host": NODE},
+            "reportingComponent": "kubelet",
+            "reportingInstance": NODE,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        for kind, why, text in recorded
+    ]
+
+
+def git_repository(url: str) -> dict[str, Any]:
+    """The GitRepository `lab`, following main of the lab's Git server."""
+    return {
+        "apiVersion": "source.toolkit.fluxcd.io/v1",
+        "kind": "GitRepository",
+        "metadata": {"name": "lab", "namespace": NAMESPACE},
+        "spec": {"url": url, "interval": "1m", "ref": {"branch": "main"}},
+    }
+
+
+def kustomization() -> dict[str, Any]:
+    """The Kustomization `apps`: ./apps of GitRepository `lab`, pruned."""
+    return {
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+        "kind": "Kustomization",
+        "metadata": {"name": "apps", "namespace": NAMESPACE},
+        "spec": {
+            "interval": "1m",
+            "path": "./apps",
+            "prune": True,
+            "sourceRef": {"kind": "GitRepository", "name": "lab"},
+        },
+    }
