@@ -1,4 +1,5 @@
-"""The lab fixture: one lab per session, since starting it takes most of a minute."""
+"""The lab fixtures: one lab per test module (starting it takes seconds, its processes hundreds of
+MiB), stopped when the module is done so the rest of the suite does not run beside it."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from tests.controlplane.harness import free_port
 from tests.lab.lab import Lab, running_lab, wait_for
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def lab() -> Iterator[Lab]:
     """The running lab. Tests that break a controller must say so in their name and run last in
     their module: the lab is shared and does not heal."""
@@ -22,7 +23,7 @@ def lab() -> Iterator[Lab]:
         yield started
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def stalewatch(lab: Lab) -> Iterator[str]:
     """`stalewatch run` as a user starts it against the lab: its own process, default settings and
     thresholds, the lab's kubeconfig. Yields its base URL once it is ready (every kind listed)."""

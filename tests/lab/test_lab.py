@@ -102,7 +102,7 @@ def test_real_controllers_reconcile_git_into_the_cluster_and_stalewatch_finds_no
 def test_killed_controller_in_image_pull_backoff_is_one_root_with_its_kustomization_stale(
     lab: Lab, stalewatch: str
 ) -> None:
-    """Runs last: kustomize-controller stays down for the rest of the session."""
+    """Runs last: kustomize-controller stays down for the rest of the module."""
     pod = lab.pods["kustomize-controller"]
     assert lab.lease_holder("kustomize-controller") == pod
 
