@@ -111,7 +111,7 @@ class HealthModel:
 
     def upsert(self, obj: Mapping[str, Any], *, now: datetime) -> None:
         """An object was added or changed: a projection (see project()), kept as given, not copied
-        (its managedFields' field sets are replaced by their hashes: writers.py reads them once)."""
+        (its managedFields' field sets are replaced by their hashes: rules/writers.py reads them once)."""
         if type(obj) is Packed:
             if self._put_packed(obj):
                 return
@@ -132,7 +132,7 @@ class HealthModel:
 
     def stored(self, key: Key) -> Mapping[str, Any] | None:
         """The version of an object the model holds, blind or not: what an upsert replaces
-        (the timeline compares the two, transitions.py)."""
+        (the timeline compares the two, views/transitions.py)."""
         return self._store.raw(key)
 
     def _put_packed(self, packed: Packed) -> bool:

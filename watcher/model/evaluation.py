@@ -1,6 +1,6 @@
 """What one evaluation hands the renderers: findings, rows, controllers, rejections, compliance.
 
-Its own module, above types.py and compliance.py, because it holds both: the value types stay
+Its own module, above types.py and cluster/compliance.py, because it holds both: the value types stay
 at the bottom of the model, importing nothing of it.
 """
 
@@ -29,7 +29,7 @@ class Evaluation:
     rejected: list[Rejection] = field(default_factory=list)
     """Objects set aside in whole or in part, in object order (see Rejection)."""
     compliance: ComplianceReport | None = None
-    """Policy violations per stack (compliance.py); the same object until it changes."""
+    """Policy violations per stack (cluster/compliance.py); the same object until it changes."""
     blind: frozenset[str] = frozenset()
     """The kinds (by `kind` name) it could not judge: forbidden, or not listed yet when it was
     made. A kind whose list finished since is not judged in it (the server says so)."""

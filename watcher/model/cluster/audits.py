@@ -1,6 +1,6 @@
 """What policy engines' audits say is violated, read from each policy object alone (pure).
 
-Two shapes carry audit results, both declared in schema.py:
+Two shapes carry audit results, both declared in ingest/schema.py:
 
 * a Gatekeeper constraint (constraints.gatekeeper.sh, one kind per ConstraintTemplate): its
   status.totalViolations is the real count, status.violations[] lists at most

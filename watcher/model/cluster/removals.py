@@ -1,7 +1,7 @@
 """CRDRemoved bookkeeping: only a model with memory sees a CustomResourceDefinition go away.
 
 A CRD seen deleting (or deleted) yields one CRDRemoved finding listing the objects of its kind
-at that moment, and those deleted just before it (orphans.py); the finding stays for the
+at that moment, and those deleted just before it (store/orphans.py); the finding stays for the
 retention threshold after the CRD is gone, and goes at once if the CRD comes back.
 """
 

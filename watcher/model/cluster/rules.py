@@ -1,7 +1,7 @@
 """The rules judged across objects, not one object at a time, as the engine sees them: one place.
 
 CRDRemoved (removals.py), CRDOwnershipRisk (crd_risk.py), PruneOrphan (prune.py),
-ConflictingWriters (writers.py) and the policy compliance report (compliance.py) each keep their
+ConflictingWriters (rules/writers.py) and the policy compliance report (compliance.py) each keep their
 own incremental state; the engine hands them what changed since the last evaluation and asks
 only whether correlation must run again. Keeping them together keeps that contract in one place,
 and the engine's evaluation readable.

@@ -18,7 +18,7 @@ Runs over findings, not objects, so its cost follows the number of problems. Ste
   7. Every finding gets root_cause = the end of its chain; each root lists, in
      `affected`, every subject it explains (roots.py).
 
-A pass works on copies of the candidates (working.py); `Correlator` keeps, from one pass to the
+A pass works on copies of the candidates (store/working.py); `Correlator` keeps, from one pass to the
 next, the answers that are read off objects which rarely change under churn (the owners of a
 failing Pod, a release's finding), each until one of the objects it was read from changes.
 
@@ -26,7 +26,7 @@ During an incident most findings are StatusStale candidates alone on their subje
 only pointing at its ControllerDown. The engine passes those as `satellites`: the pass
 admits one only when something asks about its subject (it is then *promoted*, exactly as
 if it had been a candidate), and otherwise only counts it into its root's message and
-`affected`. Its output is then the candidate with root_cause set (satellites.py merges those
+`affected`. Its output is then the candidate with root_cause set (store/satellites.py merges those
 outputs in), so a change to one costs the engine a list merge, not a pass over every finding.
 """
 
@@ -58,7 +58,7 @@ __all__ = ["Correlation", "Correlator"]
 
 class Correlator:
     """Correlation passes over one model's objects, and what they keep from one pass to the
-    next: the owners of failing objects (owners.py) and the release findings (releases.py),
+    next: the owners of failing objects (store/owners.py) and the release findings (releases.py),
     each kept until what it was read from changes."""
 
     def __init__(self) -> None:

@@ -1,7 +1,7 @@
 """ReleaseReadyWorkloadFailing: a release that says Ready=True while what it installed fails.
 
 Each failing workload or Pod links to its owner's finding and to the release that installed it
-(found through owners.py). Under churn the same releases are built again on every pass; what a
+(found through store/owners.py). Under churn the same releases are built again on every pass; what a
 release finding says comes from the release, the workload it installed and the first failing
 object's candidate, so `ReleaseMemo` keeps it until one of those is replaced (the engine makes
 a new candidate whenever it judges an object again, and the store a new release object whenever

@@ -2,7 +2,7 @@
 
 Every finding gets root_cause = the end of its chain of links (a cycle is broken at its
 smallest id); each root lists, in `affected`, every subject it explains, counting the
-unpromoted satellites (see satellites.py) as if they had been members. A ControllerDown's
+unpromoted satellites (see store/satellites.py) as if they had been members. A ControllerDown's
 message says how many objects it leaves with a cached status.
 """
 

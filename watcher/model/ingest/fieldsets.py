@@ -4,7 +4,7 @@ FieldsV1 is a trie in JSON (the Kubernetes API reference, "FieldsV1"): each key 
 itself, always mapping to an empty set) or one of 'f:<name>' (a struct field or map key),
 'v:<value>' (a set item, its exact JSON value), 'i:<index>' (a list position) or 'k:<keys>' (an
 associative list item, a JSON map of its key fields); a key mapping to an empty set is a field in
-the set. ConflictingWriters (writers.py) compares these sets from version to version, so the walk
+the set. ConflictingWriters (rules/writers.py) compares these sets from version to version, so the walk
 turns each into sorted dotted paths (`spec.template.spec.containers[name=app].image`), bounded:
 at most MAX_PATHS paths (the rest cut, and said so by CUT), each at most PATH_LIMIT characters,
 no deeper than MAX_DEPTH, and no more than MAX_NODES trie nodes read, whatever the object holds.
@@ -27,7 +27,7 @@ CUT = "…"
 
 def read_fields(value: Any) -> str | None:
     """What a projection keeps of a fieldsV1 value: the paths of a trie, one a line (one string:
-    cheap to copy, and its hash, the digest writers.py compares, is computed once), or a
+    cheap to copy, and its hash, the digest rules/writers.py compares, is computed once), or a
     projection's own string as it is (projecting a projection changes nothing); None otherwise."""
     if isinstance(value, Mapping):
         return "\n".join(field_paths(value))

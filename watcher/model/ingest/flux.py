@@ -1,7 +1,7 @@
 """Flux vocabulary: the references and revisions Flux objects record.
 
 Readers only (what a Kustomization/HelmRelease/Terraform points at and what it applied);
-the rules that judge them live in gitops_rules.py, the graph that indexes them in graph.py.
+the rules that judge them live in rules/gitops_rules.py, the graph that indexes them in store/graph.py.
 """
 
 from __future__ import annotations

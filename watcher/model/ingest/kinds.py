@@ -120,7 +120,7 @@ POLICY_FAMILIES: Mapping[str, frozenset[str] | None] = {
     KYVERNO_GROUP: frozenset({"ClusterPolicy", "Policy"}),
 }
 """Policy engines' kinds, by group, watched wherever their CRDs exist (no controller claims them;
-compliance.py reads them). None: every kind of the group, as Gatekeeper serves one constraint
+cluster/compliance.py reads them). None: every kind of the group, as Gatekeeper serves one constraint
 kind per ConstraintTemplate (K8sRequiredLabels, ...), known only at runtime."""
 
 

@@ -1,4 +1,4 @@
-"""What stalewatch reads of the policy engines' kinds (kinds.POLICY_FAMILIES), read by compliance.py:
+"""What stalewatch reads of the policy engines' kinds (kinds.POLICY_FAMILIES), read by cluster/compliance.py:
 Gatekeeper constraints, wgpolicyk8s.io policy reports and Kyverno policies. Declared as schema.py
 declares the rest (schema.kind_schema finds them here)."""
 

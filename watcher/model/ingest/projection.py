@@ -7,7 +7,7 @@ projections, which is why they are small: a typical Pod is under 1 KiB as JSON (
 2.2 KiB as Python objects). A Pod keeps no spec (its images are in containerStatuses),
 container states keep no times, managedFields shrink to who wrote when and the paths of the
 fields each owns (not for Pods and Events; the model keeps the paths only for objects whose
-writers fight, writers.py), and an empty string is left out (it reads the same as absent).
+writers fight, rules/writers.py), and an empty string is left out (it reads the same as absent).
 
 The fields and their bounds are declared in schema.py; checks.py compiles each schema node
 into a check, and this module runs a kind's checks over an object, section by section. Per field

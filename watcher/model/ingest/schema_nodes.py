@@ -120,8 +120,8 @@ KEPT_ANNOTATIONS = (
     "helm.sh/resource-policy",
 )
 """Annotation prefixes kept; the rest is dropped. A ReplicaSet's revision (its Deployment's rollout
-number) dates and orders image changes (transitions.py); helm.sh/resource-policy: keep spares a CRD
-from its release's removal (crd_risk.py)."""
+number) dates and orders image changes (views/transitions.py); helm.sh/resource-policy: keep spares a CRD
+from its release's removal (cluster/crd_risk.py)."""
 
 CONDITION = Obj(
     {
@@ -164,7 +164,7 @@ METADATA = Obj(
     {**_METADATA_FIELDS, "managedFields": _writes(Obj({**_WRITE, "fieldsV1": FieldSet()}))}, strict=True
 )
 """Who wrote when (spec_written_at) and which fields each writer owns (ConflictingWriters: the
-engine hands the field sets to writers.py and keeps the object without them)."""
+engine hands the field sets to rules/writers.py and keeps the object without them)."""
 METADATA_WITHOUT_FIELDS = Obj({**_METADATA_FIELDS, "managedFields": _writes(Obj(_WRITE))}, strict=True)
 """Who wrote when, without the field sets: ReplicaSets (written by their Deployment's controller
 alone, and packed by the fast path) and Leases (renewed every few seconds by their holder)."""

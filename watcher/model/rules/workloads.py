@@ -106,7 +106,7 @@ def _container(
 
 
 _NOTHING: Mapping[str, Any] = {}
-"""What an absent part of a container status reads as. The schema (schema.py) keeps each part a
+"""What an absent part of a container status reads as. The schema (ingest/schema.py) keeps each part a
 mapping or drops it, so the hot per-container reads below are plain gets, not dig()s."""
 
 

@@ -52,7 +52,7 @@ _FOLLOWED = INVENTORY_KINDS | {CRD_KIND}
 _NONE: frozenset[Key] = frozenset()
 
 KUSTOMIZED = "kustomized"
-"""The edge from any object to the Kustomization its kustomize-controller labels name (prune.py)."""
+"""The edge from any object to the Kustomization its kustomize-controller labels name (cluster/prune.py)."""
 
 
 def _links(obj: Mapping[str, Any], old: Mapping[str, Any] | None, old_links: Links) -> Links:

@@ -93,7 +93,7 @@ class Row:
     orphaned: bool = False
     """Not in its parent's inventory any more: prune left it behind (PruneOrphan)."""
     violations: tuple[StackViolations, ...] = ()
-    """The policy violations of the objects this Kustomization or HelmRelease owns (compliance.py)."""
+    """The policy violations of the objects this Kustomization or HelmRelease owns (cluster/compliance.py)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +120,7 @@ class Forest:
     placed: Mapping[Key, tuple[tuple[int, int], ...]]
     """Where each object appears: (stack index, row index), for its owner chain."""
     policies_blind: tuple[str, ...] = ()
-    """Policy kinds stalewatch cannot list: no row's violations can be told (compliance.py)."""
+    """Policy kinds stalewatch cannot list: no row's violations can be told (cluster/compliance.py)."""
 
     def stack(self, root: Key) -> Stack | None:
         places = self.placed.get(root, ())
@@ -296,7 +296,8 @@ class _Judge:
         if obj is None:
             verdict, reason = _absent(key, self._snapshot, parent)
             return Row(key, depth, parent, verdict, reason, reconciler=reconciler, findings=findings)
-        # a GitOps object's kstatus and revisions are the model's own (rows.py); a workload's is read here
+        # a GitOps object's kstatus and revisions are the model's own (rules/rows.py);
+        # a workload's is read here
         status, why = (health.status, health.reason) if health else _kstatus(obj, self._now)
         verdict, reason = judge_row(Facts(status, why, health, findings, self._rejected.get(key)))
         revs = self._revisions.get(key)

@@ -4,7 +4,7 @@ revision they must reach.
 Both are user input, so both are checked here, once, with one message naming the bad part:
 an unknown kind lists the kinds that are known, a revision that cannot name content says why
 (an abbreviated SHA is refused rather than silently never matching: revisions are compared
-by their full digest, see revisions.py).
+by their full digest, see ingest/revisions.py).
 """
 
 from __future__ import annotations
