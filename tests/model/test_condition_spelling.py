@@ -43,6 +43,20 @@ from watcher.model.ingest.objects import Condition, said, said_why
         pytest.param(
             {"type": "Ready", "status": "True"}, True, "Ready=True", id="neither-reason-nor-message"
         ),
+        pytest.param(
+            {
+                "type": "Ready",
+                "status": "False",
+                "reason": "GitOperationFailed",
+                # as source-controller v1.9.6 wrote it for a repository that answers 404 (the lab)
+                "message": "failed to checkout and determine revision: unable to clone "
+                "'http://127.0.0.1:34957/nonexistent': repository not found: 404 page not found\n",
+            },
+            True,
+            "Ready=False (GitOperationFailed: failed to checkout and determine revision: unable to clone "
+            "'http://127.0.0.1:34957/nonexistent': repository not found: 404 page not found)",
+            id="the-trailing-newline-of-a-clone-error-is-dropped",
+        ),
     ],
 )
 def test_a_condition_is_spelled_once_for_every_message(

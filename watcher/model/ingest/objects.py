@@ -129,9 +129,10 @@ def said(cond: Condition | None, kind: str, *, message: bool = True) -> str:
 
 def said_why(cond: Condition, *, message: bool = True) -> str:
     """` (Reason: its message)` of said(), for a message that puts words between a condition's
-    status and its reason; the message's closing full stop is dropped (the sentence around it
-    has its own), and nothing is said when neither is set."""
-    text = cond.get("message", "").rstrip(". ") if message else ""
+    status and its reason; the message's closing full stop and line breaks are dropped (the
+    sentence around it has its own: source-controller ends a clone's HTTP error body with a
+    newline), and nothing is said when neither is set."""
+    text = cond.get("message", "").rstrip(". \t\r\n") if message else ""
     detail = ": ".join(part for part in (cond.get("reason", ""), text) if part)
     return f" ({detail})" if detail else ""
 
