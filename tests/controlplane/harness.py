@@ -119,7 +119,7 @@ class ControlPlane:
             stdout=log,
             stderr=subprocess.STDOUT,
         )
-        _wait("etcd", lambda: _http_ok(f"{self.etcd_url}/health"), timeout=30, proc=self.etcd)
+        _wait("etcd", lambda: http_ok(f"{self.etcd_url}/health"), timeout=30, proc=self.etcd)
 
     def start_apiserver(self) -> None:
         assert self.pki is not None
@@ -229,7 +229,7 @@ class ControlPlane:
         return ctx
 
     def ready(self) -> bool:
-        return _http_ok(f"{self.url}/readyz", context=self.admin_ssl())
+        return http_ok(f"{self.url}/readyz", context=self.admin_ssl())
 
     def write_kubeconfig(self, path: Path, *, user: dict[str, str], namespace: str = "default") -> Path:
         """A kubeconfig as a user would have it; `user` holds client-certificate/-key or a token."""
@@ -310,7 +310,7 @@ def running_control_plane(*crds: Path) -> Iterator[ControlPlane]:
         plane.stop()
 
 
-def _http_ok(url: str, *, context: ssl.SSLContext | None = None) -> bool:
+def http_ok(url: str, *, context: ssl.SSLContext | None = None) -> bool:
     try:
         with urllib.request.urlopen(url, timeout=2, context=context) as resp:
             return bool(resp.status == 200)

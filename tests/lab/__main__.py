@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import signal
-import subprocess
 import sys
 import threading
 
@@ -49,36 +48,16 @@ def main(argv: list[str] | None = None) -> int:
             lab.break_pod(args.broken)
             print(f"{args.broken}: process killed, its Pod in ImagePullBackOff.")
         listen = f"127.0.0.1:{args.port or free_port()}"
-        with (lab.logs / "stalewatch.log").open("wb") as log:
-            process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "watcher",
-                    "run",
-                    "--kubeconfig",
-                    str(lab.plane.kubeconfig),
-                    "--listen",
-                    listen,
-                ],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-            try:
-                print(f"\nstalewatch: http://{listen}/   (kubeconfig: {lab.plane.kubeconfig})")
-                print(
-                    "Ctrl-C stops stalewatch, the controllers and the cluster, and removes the lab's files.",
-                    flush=True,
-                )
-                while not stop.wait(1):
-                    if process.poll() is not None:
-                        print(
-                            f"stalewatch exited with {process.returncode}; see {lab.logs / 'stalewatch.log'}"
-                        )
-                        return 1
-            finally:
-                process.terminate()
-                process.wait()
+        process = lab.start_stalewatch(listen)
+        print(f"\nstalewatch: http://{listen}/   (kubeconfig: {lab.plane.kubeconfig})")
+        print(
+            "Ctrl-C stops stalewatch, the controllers and the cluster, and removes the lab's files.",
+            flush=True,
+        )
+        while not stop.wait(1):
+            if process.poll() is not None:
+                print(f"stalewatch exited with {process.returncode}; see {lab.logs / 'stalewatch.log'}")
+                return 1
     print("lab stopped and cleaned up.")
     return 0
 

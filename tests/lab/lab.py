@@ -25,10 +25,9 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -38,7 +37,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from tests.controlplane.harness import ControlPlane, free_port
+from tests.controlplane.harness import ControlPlane, free_port, http_ok
 from tests.lab import manifests
 from tests.lab.manifests import CONTROLLERS, FAULT_LABEL, FAULT_MESSAGE, NAMESPACE
 
@@ -180,8 +179,26 @@ class Lab:
         env = {"KUBECONFIG": str(self.plane.kubeconfig), "RUNTIME_NAMESPACE": NAMESPACE}
         proc = self._spawn(name, self._as_pod(self.pods[name], argv), env=env)
         wait_for(
-            f"{name} /readyz", lambda: _alive(proc, name) and _http_ok(f"http://127.0.0.1:{health}/readyz")
+            f"{name} /readyz", lambda: _alive(proc, name) and http_ok(f"http://127.0.0.1:{health}/readyz")
         )
+
+    def start_stalewatch(self, listen: str) -> subprocess.Popen[bytes]:
+        """`stalewatch run` as a user starts it against the lab: its own process, default settings
+        and thresholds, the lab's kubeconfig, listening on `listen` ([HOST]:PORT); returned once
+        /readyz answers (every kind listed). It logs to logs/stalewatch.log and stops with the lab."""
+        argv = [
+            sys.executable,
+            "-m",
+            "watcher",
+            "run",
+            f"--kubeconfig={self.plane.kubeconfig}",
+            f"--listen={listen}",
+        ]
+        proc = self._spawn("stalewatch", argv)
+        wait_for(
+            "stalewatch ready", lambda: _alive(proc, "stalewatch") and http_ok(f"http://{listen}/readyz")
+        )
+        return proc
 
     # -- faults ----------------------------------------------------------------------------------
 
@@ -387,14 +404,6 @@ def _alive(proc: subprocess.Popen[bytes], name: str) -> bool:
     if proc.poll() is not None:
         raise RuntimeError(f"{name} exited with {proc.returncode}; see its log in the lab's logs/")
     return True
-
-
-def _http_ok(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as resp:
-            return bool(resp.status == 200)
-    except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
-        return False
 
 
 def _terminate(proc: subprocess.Popen[bytes]) -> None:
