@@ -135,6 +135,29 @@ CASES = [
         id="generation-not-observed",
     ),
     pytest.param(
+        crd_like(
+            cond("Ready", "False", "ArtifactFailed", "Source artifact not found, retrying in 30s")
+            | {"observedGeneration": 1},
+            generation=1,
+            observed=-1,
+        ),
+        Status.IN_PROGRESS,
+        "ArtifactFailed",
+        "Source artifact not found, retrying in 30s",
+        id="flux-minus-one-with-its-conditions-at-the-generation-reads-the-conditions",
+    ),
+    pytest.param(
+        crd_like(
+            cond("Ready", "False", "ArtifactFailed", "x") | {"observedGeneration": 1},
+            generation=2,
+            observed=-1,
+        ),
+        Status.IN_PROGRESS,
+        "LatestGenerationNotObserved",
+        "Kustomization generation is 2, but latest observed generation is -1",
+        id="flux-minus-one-with-conditions-of-an-older-generation-is-not-observed",
+    ),
+    pytest.param(
         crd_like(cond("Reconciling", "True", "Progressing", "working")),
         Status.IN_PROGRESS,
         "Progressing",

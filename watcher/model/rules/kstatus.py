@@ -93,7 +93,12 @@ def _generic(obj: Mapping[str, Any]) -> StatusResult | None:
         return _TERMINATING
     generation = integer(obj, "metadata", "generation")
     observed = integer(obj, "status", "observedGeneration")
-    if generation is not None and observed is not None and observed != generation:
+    if (
+        generation is not None
+        and observed is not None
+        and observed != generation
+        and (observed >= 0 or not _conditions_observed(obj, generation))
+    ):
         return _in_progress(
             "LatestGenerationNotObserved",
             f"{obj['kind']} generation is {generation}, but latest observed generation is {observed}",
@@ -104,6 +109,15 @@ def _generic(obj: Mapping[str, Any]) -> StatusResult | None:
         if cond["type"] == "Stalled" and cond["status"] == "True":
             return _failed(cond.get("reason", ""), cond.get("message", ""))
     return None
+
+
+def _conditions_observed(obj: Mapping[str, Any], generation: int) -> bool:
+    """A stalewatch addition, outside upstream's table: Flux writes status.observedGeneration -1
+    until an object's first success, yet stamps every condition with the generation it judged
+    (the lab's real controllers do both). Its generation was observed: its conditions, not
+    "LatestGenerationNotObserved", say how it fails."""
+    found = conditions(obj)
+    return bool(found) and all(c.get("observedGeneration") == generation for c in found)
 
 
 def _ready(obj: Mapping[str, Any]) -> StatusResult | None:
