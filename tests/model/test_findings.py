@@ -337,7 +337,7 @@ def test_findings_on_one_object_have_one_root() -> None:
         applied=f"main@sha1:{SHA_N1}",
         conditions=[
             cond("Ready", "False", "ReconciliationFailed", "kustomize build failed", ago=2 * HOUR),
-            cond("Reconciling", "True", "ProgressingWithRetry", "retrying", ago=2 * HOUR),
+            cond("Reconciling", "True", "Progressing", "reconciling", ago=2 * HOUR),
         ],
     )
 
@@ -464,12 +464,37 @@ def test_failing_pod_is_explained_by_its_failing_deployment() -> None:
     assert "0/1 available" in deployment_finding.message
 
 
+def test_a_release_whose_install_timed_out_and_its_failing_workload_are_one_root() -> None:
+    """What the lab's helm-controller writes when Helm waits for a Deployment whose Pods never
+    become ready: InstallFailed, then Stalled=True RetriesExceeded (remediation retries 0)."""
+    timed_out = (
+        "Helm install failed for release apps/web with chart web@1.0.0: "
+        "timeout waiting for: [Deployment/apps/web status: 'InProgress']"
+    )
+    release = helm_release(
+        "web",
+        "apps",
+        conditions=[
+            cond("Stalled", "True", "RetriesExceeded", "Failed to install after 1 attempt(s)", ago=15 * MIN),
+            cond("Ready", "False", "InstallFailed", timed_out, ago=15 * MIN),
+            cond("Released", "False", "InstallFailed", timed_out, ago=15 * MIN),
+        ],
+    )
+
+    findings = by_id(run(flux(), git_repository(), release, crash_looping(20 * MIN, labels=RELEASE_LABELS)))
+
+    root = findings["Stalled/HelmRelease/apps/web"]
+    assert [f.id for f in findings.values() if f.is_root] == [root.id]
+    assert findings["WorkloadUnhealthy/Pod/apps/web-7d9f-abcde"].root_cause == root.id
+    assert "What it installed fails: Pod apps/web-7d9f-abcde " in root.message
+
+
 def test_warning_events_with_one_reason_about_one_object_are_one_loop() -> None:
     objs = [warning_about("apps", name=f"apps.{n}", count=5, first=HOUR, last=MIN) for n in (1, 2)]
 
     [loop] = run(flux(), git_repository(), kustomization("apps"), objs).findings
 
-    assert loop.evidence["count"] == 10
+    assert (loop.evidence["count"], loop.evidence["events"]) == (10, 2)
 
 
 def test_custom_controller_objects_are_gitops_objects_and_go_stale_with_it() -> None:

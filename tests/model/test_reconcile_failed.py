@@ -48,16 +48,30 @@ def retrying(ago: timedelta) -> Obj:
     return cond("Reconciling", "True", "ProgressingWithRetry", "Reconciliation in progress", ago=ago)
 
 
-def clone_failing(name: str = "fleet", *, ago: timedelta = HOUR, interval: str = "1m") -> Obj:
+def clone_failing(
+    name: str = "fleet",
+    *,
+    ago: timedelta = HOUR,
+    interval: str = "1m",
+    attempt: timedelta | None = None,
+    ready: str = "False",
+) -> Obj:
     """A GitRepository whose clone has failed since it was created (a wrong URL or deploy key):
-    it has no artifact, so every Kustomization built from it says ArtifactFailed."""
+    it has no artifact, so every Kustomization built from it says ArtifactFailed.
+
+    As the lab's source-controller writes it: FetchFailed keeps the first failure's time, while
+    Ready and Reconciling carry the last `attempt`'s (Ready=Unknown while one runs)."""
     repo = git_repository(name)
     repo["spec"]["interval"] = interval
     del repo["status"]["artifact"]
+    last = ago if attempt is None else attempt
+    ready_reason, ready_message = (
+        ("GitOperationFailed", CLONE_FAILED) if ready == "False" else ("Progressing", "")
+    )
     repo["status"]["conditions"] = [
-        cond("Ready", "False", "GitOperationFailed", CLONE_FAILED, ago=ago),
+        cond("Ready", ready, ready_reason, ready_message, ago=last),
         cond("FetchFailed", "True", "GitOperationFailed", CLONE_FAILED, ago=ago),
-        retrying(ago),
+        retrying(last),
     ]
     return repo
 
@@ -106,10 +120,25 @@ APPLY_FAILED = [
 CASES = [
     pytest.param(
         [clone_failing()],
-        {f"ReconcileFailed/{GIT}/fleet", f"StuckReconciling/{GIT}/fleet"},
-        id="git-repository-clone-failing-for-1h-and-retrying",
+        {f"ReconcileFailed/{GIT}/fleet"},
+        id="git-repository-clone-failing-for-1h-and-retrying-is-reconcile-failed-not-stuck",
     ),
     pytest.param([clone_failing(ago=30 * SEC)], set(), id="30s-of-ready-false-is-a-retry-not-a-finding"),
+    pytest.param(
+        [clone_failing(ago=12 * MIN, attempt=20 * SEC)],
+        {f"ReconcileFailed/{GIT}/fleet"},
+        id="ready-rewritten-by-every-retry-is-dated-from-fetch-failed",
+    ),
+    pytest.param(
+        [clone_failing(ago=12 * MIN, attempt=SEC, ready="Unknown")],
+        {f"ReconcileFailed/{GIT}/fleet"},
+        id="ready-unknown-during-a-retry-with-fetch-failed-standing-is-still-failing",
+    ),
+    pytest.param(
+        [clone_failing(ago=5 * MIN, attempt=SEC, ready="Unknown")],
+        set(),
+        id="a-failure-younger-than-its-threshold-is-a-retry-not-a-finding",
+    ),
     pytest.param(
         [git_repository("fleet"), failing(ago=HOUR, reason="BuildFailed", message="kustomize build failed")],
         {f"ReconcileFailed/{KS}/apps"},
@@ -225,7 +254,7 @@ def test_message_names_the_controllers_reason_and_the_commands_to_see_it_in_full
 
     finding = findings[f"ReconcileFailed/{GIT}/fleet"]
     assert finding.is_root
-    assert findings[f"StuckReconciling/{GIT}/fleet"].root_cause == finding.id
+    assert f"StuckReconciling/{GIT}/fleet" not in findings  # Flux retrying is not stuck
     assert finding.severity is Severity.WARNING
     assert finding.since == NOW - HOUR
     assert finding.message == (
@@ -237,6 +266,18 @@ def test_message_names_the_controllers_reason_and_the_commands_to_see_it_in_full
     assert finding.evidence["Ready"]["reason"] == "GitOperationFailed"
     assert finding.evidence["Reconciling"]["reason"] == "ProgressingWithRetry"
     assert finding.evidence["threshold"] == "10m"
+
+
+def test_a_failure_ready_no_longer_dates_is_dated_from_its_standing_failed_condition() -> None:
+    findings = by_id(run(flux(), clone_failing(ago=HOUR, attempt=20 * SEC)))
+
+    finding = findings[f"ReconcileFailed/{GIT}/fleet"]
+    assert finding.since == NOW - HOUR
+    assert finding.message.startswith(
+        f"GitRepository flux-system/fleet has said Ready=False since {ts(20 * SEC)} (GitOperationFailed: "
+        f"{CLONE_FAILED}), and has failed since {ts(HOUR)} (FetchFailed=True). "
+    )
+    assert finding.evidence["FetchFailed"]["lastTransitionTime"] == ts(HOUR)
 
 
 def test_severity_and_threshold_are_configurable() -> None:
@@ -349,3 +390,14 @@ def test_a_failing_applier_on_a_healthy_source_is_its_own_root() -> None:
 
     [root] = evaluation.roots
     assert root.id == f"ReconcileFailed/{KS}/apps"
+
+
+def test_a_retry_in_progress_names_the_standing_failure_in_full() -> None:
+    findings = by_id(run(flux(), clone_failing(ago=HOUR, attempt=SEC, ready="Unknown")))
+
+    finding = findings[f"ReconcileFailed/{GIT}/fleet"]
+    assert finding.since == NOW - HOUR
+    assert finding.message.startswith(
+        f"GitRepository flux-system/fleet has said Ready=Unknown since {ts(SEC)} (Progressing), and has "
+        f"failed since {ts(HOUR)}: FetchFailed=True (GitOperationFailed: {CLONE_FAILED}): it is retrying. "
+    )

@@ -39,6 +39,7 @@ from datetime import datetime
 from typing import Any
 
 from watcher.model.cluster.prune import acted_on
+from watcher.model.correlate.loops import settle_loops
 from watcher.model.correlate.policies import PolicyObjects, link_policies, link_stacks, merge
 from watcher.model.correlate.releases import ReleaseMemo, link_releases
 from watcher.model.correlate.roots import finish
@@ -48,7 +49,7 @@ from watcher.model.ingest.objects import Key, after, describe, finding_id
 from watcher.model.ingest.revisions import same_revision
 from watcher.model.rules.context import new_finding
 from watcher.model.rules.controllers import ControllerState
-from watcher.model.store.graph import Edge, View
+from watcher.model.store.graph import Edge, Listing
 from watcher.model.store.owners import OwnerCache
 from watcher.model.store.working import Correlation, Pass, key_of_subject
 from watcher.model.types import Finding, FindingType, ModelConfig, rfc3339
@@ -82,7 +83,7 @@ class Correlator:
         self,
         candidates: Iterable[Finding],
         *,
-        view: View,
+        view: Listing,
         controllers: Sequence[ControllerState],
         removals: Sequence[Finding] = (),
         config: ModelConfig,
@@ -104,8 +105,14 @@ class Correlator:
             run.extra[removal.id] = list(removal.affected)
         keyed = [(key_of_subject(c.subject), c) for c in candidates]
         stale = {key for key, c in keyed if c.type is FindingType.STATUS_STALE}
+        attempts: dict[str, list[Finding]] = defaultdict(list)
         for key, candidate in keyed:
-            _admit(run, key, candidate, stale, own_pods, former)
+            if candidate.type is FindingType.RETRY_LOOP:
+                attempts[candidate.id].append(candidate)
+            else:
+                _admit(run, key, candidate, stale, own_pods, former)
+        for loop, gone in settle_loops(run, attempts):
+            _admit(run, key_of_subject(loop.subject), loop, stale, own_pods, former, gone=gone)
         link_releases(run, own_pods, self._releases)
         self._owners.end_pass()
         self._releases.end_pass()
@@ -153,7 +160,10 @@ def _admit(
     stale: set[Key],
     own_pods: Mapping[Key, ControllerState],
     former: Mapping[str, Sequence[tuple[str, ControllerState]]],
+    *,
+    gone: bool = False,
 ) -> None:
+    """`gone`: the candidate is about an object known to be deleted (loops.py)."""
     if candidate.type is FindingType.STATUS_STALE:
         run.add(candidate, link=candidate.evidence["controller_workload"], key=key)
         return
@@ -168,15 +178,11 @@ def _admit(
                 f"{evidence['reason']} x{evidence['count']}: {evidence['message']}"
             )
         return  # the controller's own Pods and Events are its ControllerDown evidence
+    if gone:
+        return
     existing = run.found.get(candidate.id)
     if existing is not None and candidate.type is FindingType.POLICY_DENIED:
         merge(existing, candidate)
-        return
-    if existing is not None:  # several Events with one reason about one object: one loop
-        existing.evidence = {
-            **existing.evidence,
-            "count": existing.evidence["count"] + candidate.evidence["count"],
-        }
         return
     run.add(candidate, key=key)
 

@@ -139,12 +139,12 @@ def link_releases(run: Pass, own_pods: Mapping[Key, ControllerState], memo: Rele
             rrwf = None
         elif release in findings:
             rrwf = findings[release]
-            if rrwf is not None:
+            if rrwf is not None and rrwf.type is FindingType.RELEASE_READY_WORKLOAD_FAILING:
                 _also_failing(rrwf, finding)
         else:
             rrwf = findings[release] = _release_finding(
                 run, memo, release, workload_key or key, finding, own_pods
-            )
+            ) or _failing_release(run, memo, release, finding, own_pods)
         if rrwf is not None:
             if owner_finding is not None:
                 run.links.setdefault(owner_finding, rrwf.id)
@@ -152,6 +152,28 @@ def link_releases(run: Pass, own_pods: Mapping[Key, ControllerState], memo: Rele
                 link = rrwf.id
         if link is not None:
             run.links[finding.id] = link
+
+
+_RELEASE_FAILURES = (FindingType.STALLED, FindingType.RECONCILE_FAILED)
+"""A HelmRelease's own verdicts on its install or upgrade (Helm waited for the workload); not a
+cached report (StatusStale) nor a wait on other objects, which say nothing about the workload."""
+
+
+def _failing_release(
+    run: Pass, memo: ReleaseMemo, key: Key, failing: Finding, own_pods: Mapping[Key, ControllerState]
+) -> Finding | None:
+    """The primary finding of a release that says it failed (Stalled after Helm's wait timed
+    out, ReconcileFailed, ...), told what it installed does: one failure, one root. Helm's own
+    message names only the timeout (or, past it, a client rate limiter), not the workload."""
+    primary = run.primary(key) if key.kind == "HelmRelease" and key not in own_pods else None
+    found = run.found[primary] if primary is not None else None
+    if found is None or found.type not in _RELEASE_FAILURES:
+        return None
+    found.message += (
+        f" What it installed fails: {describe(failing.subject)} "
+        f"{describe_state(memo.state(run, failing.id))} since {rfc3339(failing.since)}."
+    )
+    return found
 
 
 def _also_failing(rrwf: Finding, failing: Finding) -> None:

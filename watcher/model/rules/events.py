@@ -1,14 +1,14 @@
-"""RetryLoop: the same Warning Event about one object, recurring for longer than a threshold."""
+"""RetryLoop: Warning Events about one object with one reason, recurring for longer than a threshold."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from watcher.model.ingest.objects import after, describe, integer, sentence, text, time_at
-from watcher.model.rules.context import Ctx
-from watcher.model.types import Finding, FindingType, Subject, rfc3339
+from watcher.model.ingest.objects import after, describe, integer, parse_time, sentence, text, time_at
+from watcher.model.rules.context import Ctx, new_finding
+from watcher.model.types import Finding, FindingType, ModelConfig, Subject, rfc3339
 
 _CORE_KINDS = ("Pod", "Node", "Service", "PersistentVolumeClaim")
 _APPS_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet")
@@ -40,28 +40,25 @@ def event_window(event: Mapping[str, Any]) -> tuple[int, datetime | None, dateti
 
 
 def retry_loop(event: Mapping[str, Any], ctx: Ctx) -> Finding | None:
-    """A Warning seen at least twice, first to last longer than the threshold, and still recent.
+    """One Warning about an object, still recent: an *attempt* record, not yet a finding.
 
-    One finding per involved object and reason (id suffix); correlation merges Events that
-    share both. It ends by itself once the Event is older than retry_loop_recent.
+    Whether attempts add up to a loop is decided over every Event about the same object with
+    the same reason (loop_of, in correlation): one Event's count is not the loop's. A controller
+    whose message carries a random part (kustomize-controller's temporary directory) writes one
+    Event per attempt, each with count 1, which the API server never aggregates. An attempt ends
+    by itself once the Event is older than retry_loop_recent.
     """
     subject = involved_subject(event)
     if subject is None or text(event, "type") != "Warning":
         return None
     count, first, last = event_window(event)
-    thresholds = ctx.config.thresholds
-    if count < 2 or first is None or last is None or last - first < thresholds.retry_loop:
+    if first is None or last is None:
         return None
-    history_at = after(last, thresholds.retry_loop_recent)
+    history_at = after(last, ctx.config.thresholds.retry_loop_recent)
     if history_at < ctx.now:
         return None
     ctx.pending.append(history_at)
     reason = text(event, "reason")
-    message = sentence(
-        f"{describe(subject)} keeps failing: Warning {reason} repeated {count} times from {rfc3339(first)} "
-        f"to {rfc3339(last)}: {text(event, 'message')}"
-    )
-    message += " It is retrying without success; fix the cause in the message."
     evidence = {
         "event": event["metadata"]["name"],
         "reason": reason,
@@ -70,4 +67,33 @@ def retry_loop(event: Mapping[str, Any], ctx: Ctx) -> Finding | None:
         "firstTimestamp": rfc3339(first),
         "lastTimestamp": rfc3339(last),
     }
-    return ctx.finding(FindingType.RETRY_LOOP, subject, message, first, evidence, reason)
+    return ctx.finding(FindingType.RETRY_LOOP, subject, "", first, evidence, reason)
+
+
+def loop_of(attempts: Sequence[Finding], config: ModelConfig) -> Finding | None:
+    """RetryLoop, when the attempts (retry_loop's records of the Events about one object with one
+    reason) were seen at least twice in all and first to last longer than the threshold; its
+    message quotes the latest Event."""
+    count = sum(a.evidence["count"] for a in attempts)
+    first = min(a.since for a in attempts if a.since is not None)
+    latest = max(attempts, key=lambda a: (a.evidence["lastTimestamp"], a.evidence["event"]))
+    last = parse_time(latest.evidence["lastTimestamp"])
+    if count < 2 or last is None or last - first < config.thresholds.retry_loop:
+        return None
+    reason, said = latest.evidence["reason"], latest.evidence["message"]
+    repeated = f"{count} times" + (f" in {len(attempts)} Events" if len(attempts) > 1 else "")
+    message = sentence(
+        f"{describe(latest.subject)} keeps failing: Warning {reason} repeated {repeated} from "
+        f"{rfc3339(first)} to {rfc3339(last)}: {said}"
+    )
+    message += " It is retrying without success; fix the cause in the message."
+    evidence = {
+        "event": latest.evidence["event"],
+        "events": len(attempts),
+        "reason": reason,
+        "count": count,
+        "message": said,
+        "firstTimestamp": rfc3339(first),
+        "lastTimestamp": rfc3339(last),
+    }
+    return new_finding(config, FindingType.RETRY_LOOP, latest.subject, message, first, evidence, reason)

@@ -66,6 +66,10 @@ def stuck_reconciling(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
     cond = condition(obj, "Reconciling")
     if cond is None or cond["status"] != "True":
         return None
+    ready = condition(obj, "Ready")
+    failing = (ready is not None and ready["status"] == "False") or failed_conditions(obj)
+    if cond.get("reason") == RETRYING and failing:
+        return None  # Flux retrying a failed object: ReconcileFailed's, dated from the failure
     thresholds = ctx.config.thresholds
     limit, by_interval = _interval_limit(
         obj, thresholds.stuck_reconciling_min, thresholds.stuck_reconciling_interval_factor
@@ -83,7 +87,6 @@ def stuck_reconciling(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
         if by_interval
         else "."
     )
-    ready = condition(obj, "Ready")
     if ready is not None and ready["status"] == "True":
         message += (
             " It also says Ready=True: the controller finished but never cleared Reconciling, so "
@@ -222,35 +225,72 @@ def _interval_limit(obj: Mapping[str, Any], floor: timedelta, factor: float) -> 
     return floor, False
 
 
-def reconcile_failed(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
-    """Ready=False, or Ready=Unknown with nothing reconciling, for longer than retries take.
+RETRYING = "ProgressingWithRetry"
+"""Flux's Reconciling reason while it retries an object that failed (fluxcd/pkg/apis/meta)."""
 
-    The failure every Flux tool shows (`flux get all --status-selector ready=false`): the
-    controller retries every interval and keeps writing the same verdict; Ready's
-    lastTransitionTime stays while it stays False. A wait on other objects (DependencyNotReady
-    on spec.dependsOn, HealthCheckFailed on the inventory) is DependencyBlocked instead, and
-    Stalled=True is Stalled: those say more. Ready=Unknown next to Reconciling=True is a
-    reconcile in progress (StuckReconciling's once it lasts).
+
+def failed_conditions(obj: Mapping[str, Any]) -> list[Condition]:
+    """The True conditions that name a failure: a type ending in `Failed` (source-controller's
+    FetchFailed, BuildFailed, StorageOperationFailed; kapp-controller's ReconcileFailed).
+
+    They keep the time the failure began: a Flux controller sets Ready=Unknown at the start of
+    every attempt and Ready=False at its end, so Ready's lastTransitionTime is never older than
+    the last retry, while FetchFailed stays True, and keeps its time, from the first failed
+    fetch until one succeeds."""
+    return [
+        c for c in conditions(obj) if c.get("status") == "True" and str(c.get("type", "")).endswith("Failed")
+    ]
+
+
+def _earliest(found: Sequence[Condition]) -> tuple[Condition, datetime] | None:
+    dated = [(c, t) for c in found if (t := transition(c)) is not None]
+    return min(dated, key=lambda pair: pair[1], default=None)
+
+
+def reconcile_failed(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
+    """Ready=False, or Ready=Unknown with nothing reconciling or a failure still standing, for
+    longer than retries take.
+
+    The failure every Flux tool shows (`flux get all --status-selector ready=false`). It is dated
+    from when it began: Ready's own transition, or an earlier one of a True `*Failed` condition
+    (failed_conditions: Ready's time moves with every retry). A wait on other objects
+    (DependencyNotReady on spec.dependsOn, HealthCheckFailed on the inventory) is
+    DependencyBlocked instead, and Stalled=True is Stalled: those say more. Ready=Unknown next to
+    Reconciling=True and no standing failure is a reconcile in progress (StuckReconciling's once
+    it lasts).
     """
     ready = condition(obj, "Ready")
     if ready is None or ready["status"] not in ("False", "Unknown") or is_true(obj, "Stalled"):
         return None
-    if ready["status"] == "Unknown" and is_true(obj, "Reconciling"):
+    failed = _earliest(failed_conditions(obj))
+    if ready["status"] == "Unknown" and is_true(obj, "Reconciling") and failed is None:
         return None
     if ready["status"] == "False" and _waits_on(obj, ready) is not None:
         return None
     thresholds = ctx.config.thresholds
     limit, _ = _interval_limit(obj, thresholds.reconcile_failed, thresholds.reconcile_failed_interval_factor)
-    since = transition(ready)
+    said_at = transition(ready)
+    since = min((t for t in (said_at, failed[1] if failed else None) if t is not None), default=None)
     if not ctx.due(since, limit):
         return None
     subject = subject_of(obj)
-    message = f"{describe(subject)} has said Ready={ready['status']} since {rfc3339(since)}{said_why(ready)}"
+    message = (
+        f"{describe(subject)} has said Ready={ready['status']} since {rfc3339(said_at)}{said_why(ready)}"
+    )
+    if failed is not None and since != said_at:
+        cond, began = failed
+        message += f", and has failed since {rfc3339(began)}"
+        same = (cond.get("reason"), cond.get("message")) == (ready.get("reason"), ready.get("message"))
+        message += f" ({cond['type']}=True)" if same else f": {said(cond, cond['type'])}"
     if ready["status"] == "Unknown":
-        message += " with no reconcile in progress (no Reconciling=True)"
+        message += (
+            ": it is retrying"
+            if is_true(obj, "Reconciling")
+            else " with no reconcile in progress (no Reconciling=True)"
+        )
     message += f". Fix the cause its controller reports; see it in full with {_advice(subject)}."
     evidence = {
-        **condition_evidence(obj, "Ready", "Reconciling"),
+        **condition_evidence(obj, "Ready", "Reconciling", *(c["type"] for c in failed_conditions(obj))),
         "interval": text(obj, "spec", "interval"),
         "threshold": format_duration(limit),
     }

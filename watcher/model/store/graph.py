@@ -176,6 +176,10 @@ class Store:
     def raw_of_kind(self, group: str, kind: str) -> set[Key]:
         return set(self._by_kind.get((group, kind), set()))
 
+    def holds(self, group: str, kind: str) -> bool:
+        """Whether objects of this kind are here and visible: it is watched (or was given)."""
+        return kind not in self.blind and bool(self._by_kind.get((group, kind)))
+
     def in_namespace(self, group: str, kind: str, namespace: str) -> Iterable[Mapping[str, Any]]:
         if kind in self.blind:
             return []
@@ -236,6 +240,9 @@ class Snapshot:
     def keys(self, group: str, kind: str) -> Sequence[Key]:
         return self._by_kind.get((group, kind), [])
 
+    def holds(self, group: str, kind: str) -> bool:
+        return self.visible(kind) and bool(self._by_kind.get((group, kind)))
+
     def visible(self, kind: str) -> bool:
         return kind not in self._blind
 
@@ -248,13 +255,20 @@ class View(Protocol):
     def referrers(self, edge: str, target: Key) -> Set[Key]: ...
 
 
+class Listing(View, Protocol):
+    """A View that also knows which kinds it holds: correlation tells a deleted object from one
+    whose kind was never given (correlate/loops.py)."""
+
+    def holds(self, group: str, kind: str) -> bool: ...
+
+
 class Recorder:
     """A View that remembers what it was asked, so a later change can tell whether it matters.
 
     Misses are recorded too: an object appearing where one was looked for is a change.
     """
 
-    def __init__(self, store: View) -> None:
+    def __init__(self, store: Listing) -> None:
         self._store = store
         self.keys: set[Key] = set()
         self.edges: set[tuple[str, Key]] = set()
@@ -266,6 +280,11 @@ class Recorder:
     def referrers(self, edge: str, target: Key) -> Set[Key]:
         self.edges.add((edge, target))
         return self._store.referrers(edge, target)
+
+    def holds(self, group: str, kind: str) -> bool:
+        """Not recorded: it flips only when a kind's first object comes or its last goes; until
+        something else makes correlation run again, the answer read before stands."""
+        return self._store.holds(group, kind)
 
 
 # -- Ownership ----------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from typing import Any
 
 from watcher.model.ingest.objects import Key
 from watcher.model.rules.workloads import owner_workload
-from watcher.model.store.graph import Edge, Recorder, View, release_of
+from watcher.model.store.graph import Edge, Listing, Recorder, View, release_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +42,7 @@ class OwnerCache:
         self._readers: dict[Key | Edge, set[Key]] = defaultdict(set)
         self._asked: set[Key] = set()
 
-    def of(self, key: Key, view: View) -> Owners | None:
+    def of(self, key: Key, view: Listing) -> Owners | None:
         self._asked.add(key)
         answer = self._answers.get(key)
         if answer is None:

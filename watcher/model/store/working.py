@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from watcher.model.ingest.objects import Key, group_of
-from watcher.model.store.graph import View
+from watcher.model.store.graph import Listing
 from watcher.model.store.owners import OwnerCache
 from watcher.model.types import Finding, FindingType, ModelConfig, Severity, Subject
 
@@ -82,7 +82,7 @@ class Pass:
 
     def __init__(
         self,
-        store: View,
+        store: Listing,
         config: ModelConfig,
         now: datetime,
         satellites: Mapping[Key, Finding],
