@@ -65,6 +65,17 @@ def recovered_apps(*, ago: timedelta) -> Obj:
     )
 
 
+def attempting(reason: str, *, ago: timedelta) -> Obj:
+    """A Kustomization in the middle of an attempt: Ready=Unknown, Reconciling=True `reason`."""
+    return kustomization(
+        "apps",
+        conditions=[
+            cond("Ready", "Unknown", "Progressing", "Reconciliation in progress", ago=ago),
+            cond("Reconciling", "True", reason, "Fetching manifests", ago=ago),
+        ],
+    )
+
+
 CASES = [
     pytest.param([failing_apps(), *attempts(12)], {LOOP}, id="one-event-per-attempt-adds-up-to-a-loop"),
     pytest.param(
@@ -83,6 +94,16 @@ CASES = [
         [recovered_apps(ago=MIN // 2), *attempts(12)],
         set(),
         id="an-object-ready-since-its-last-warning-has-recovered",
+    ),
+    pytest.param(
+        [attempting("Progressing", ago=MIN // 2), *attempts(12)],
+        set(),
+        id="an-attempt-begun-after-a-success-since-its-last-warning-has-recovered",
+    ),
+    pytest.param(
+        [attempting("ProgressingWithRetry", ago=MIN // 2), *attempts(12)],
+        {LOOP},
+        id="a-retry-after-a-failure-is-the-loop-still-running",
     ),
     pytest.param(
         [recovered_apps(ago=3 * MIN), *attempts(12)],

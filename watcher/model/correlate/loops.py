@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
+from watcher.model.ingest.flux import PROGRESSING
 from watcher.model.ingest.objects import condition, parse_time, time_at, transition
 from watcher.model.rules.events import loop_of
 from watcher.model.store.working import Pass, key_of_subject
@@ -50,8 +51,21 @@ CLOCK_SKEW = timedelta(seconds=5)
 
 
 def _recovered(obj: Mapping[str, Any] | None, loop: Finding) -> bool:
-    ready = condition(obj, "Ready") if obj is not None else None
-    if ready is None or ready["status"] != "True":
+    """Its controller said it succeeded after the last Warning: Ready=True since then, or a new
+    attempt begun since then with Reconciling's plain `Progressing` (a Flux controller starts
+    every attempt with Ready=Unknown, and says ProgressingWithRetry when the one before failed)."""
+    if obj is None:
         return False
-    since, last = transition(ready), parse_time(loop.evidence["lastTimestamp"])
+    last = parse_time(loop.evidence["lastTimestamp"])
+    ready, reconciling = condition(obj, "Ready"), condition(obj, "Reconciling")
+    if ready is not None and ready["status"] == "True":
+        since = transition(ready)
+    elif (
+        reconciling is not None
+        and reconciling["status"] == "True"
+        and reconciling.get("reason") == PROGRESSING
+    ):
+        since = transition(reconciling)
+    else:
+        return False
     return since is not None and last is not None and since >= last

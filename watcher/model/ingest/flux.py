@@ -16,6 +16,10 @@ from watcher.model.ingest.kinds import FLUX_GROUPS, INVENTORY_KINDS, KUSTOMIZE_G
 from watcher.model.ingest.objects import Key, Lookup, dig, group_of, text, time_at
 
 REQUESTED_AT = "reconcile.fluxcd.io/requestedAt"
+PROGRESSING, RETRYING = "Progressing", "ProgressingWithRetry"
+"""Reconciling=True's reasons (fluxcd/pkg/apis/meta): an attempt after a success (also Ready's
+reason while one runs), and one after a failure: the controller retries the same revision, which
+fails the same way until something changes."""
 
 HELM_RELEASE = Key("helm.sh", "Release", "", "")
 """Pseudo group/kind naming a Helm release (namespace, release name) in the release index."""

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from watcher.model.ingest.flux import REQUESTED_AT, dependencies
+from watcher.model.ingest.flux import REQUESTED_AT, RETRYING, dependencies
 from watcher.model.ingest.objects import (
     Condition,
     annotations_of,
@@ -223,10 +223,6 @@ def _interval_limit(obj: Mapping[str, Any], floor: timedelta, factor: float) -> 
     if interval is not None and interval * factor > floor:
         return interval * factor, True
     return floor, False
-
-
-RETRYING = "ProgressingWithRetry"
-"""Flux's Reconciling reason while it retries an object that failed (fluxcd/pkg/apis/meta)."""
 
 
 def failed_conditions(obj: Mapping[str, Any]) -> list[Condition]:

@@ -19,7 +19,15 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, Protocol
 
-from watcher.model.ingest.flux import applied_revision, dependencies, inventory, release_keys, source_key
+from watcher.model.ingest.flux import (
+    PROGRESSING,
+    RETRYING,
+    applied_revision,
+    dependencies,
+    inventory,
+    release_keys,
+    source_key,
+)
 from watcher.model.ingest.kinds import APPLIERS, KUSTOMIZE_GROUP
 from watcher.model.ingest.objects import (
     Key,
@@ -237,16 +245,11 @@ def _gitops(obj: Mapping[str, Any], ctx: Asked) -> Judged:
     return _at_revision(obj, wanted)
 
 
-RETRYING = "ProgressingWithRetry"
-"""Flux's Reconciling reason after a failed attempt (fluxcd/pkg meta.ProgressingWithRetryReason):
-the controller retries the same revision, which fails the same way until something changes."""
-
-
 def _still_trying(obj: Mapping[str, Any], ready: Mapping[str, Any]) -> bool:
     """Ready=False that is not (yet) a failure: waiting on other objects (its dependencies, the
     objects it applied) or a first attempt in progress; a retry after a failure is no progress."""
     reconciling = condition(obj, "Reconciling")
-    if ready.get("reason", "") in WAITING_REASONS or ready.get("reason") == "Progressing":
+    if ready.get("reason", "") in WAITING_REASONS or ready.get("reason") == PROGRESSING:
         return True
     return (
         reconciling is not None and reconciling["status"] == "True" and reconciling.get("reason") != RETRYING
