@@ -103,6 +103,8 @@ class Lab:
     workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="stalewatch-lab-")))
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     pods: dict[str, str] = field(default_factory=dict)
+    metrics: dict[str, str] = field(default_factory=dict)
+    """Each controller's metrics endpoint (http://127.0.0.1:PORT/metrics), as Prometheus scrapes it."""
     git_url: str = ""
     storage_port: int = field(default_factory=free_port)
 
@@ -156,12 +158,13 @@ class Lab:
     def start_controller(self, name: str) -> None:
         """Starts (or restarts) the real controller process behind Deployment `name`, in its pod's
         identity, and waits for its readiness endpoint."""
-        health = free_port()
+        health, metrics = free_port(), free_port()
+        self.metrics[name] = f"http://127.0.0.1:{metrics}/metrics"
         argv = [
             str(self.bin_dir / name),
             "--enable-leader-election",
             "--events-addr=",
-            f"--metrics-addr=127.0.0.1:{free_port()}",
+            f"--metrics-addr=127.0.0.1:{metrics}",
             f"--health-addr=127.0.0.1:{health}",
             "--watch-all-namespaces=true",
             "--log-level=info",

@@ -250,26 +250,86 @@ def kubelet_events(pod: dict[str, Any], reason: str, message: str, now: str) -> 
     ]
 
 
-def git_repository(url: str) -> dict[str, Any]:
-    """The GitRepository `lab`, following main of the lab's Git server."""
+def git_repository(url: str, name: str = "lab") -> dict[str, Any]:
+    """A GitRepository following main of `url` (`lab`: the lab's Git server's repository)."""
     return {
         "apiVersion": "source.toolkit.fluxcd.io/v1",
         "kind": "GitRepository",
-        "metadata": {"name": "lab", "namespace": NAMESPACE},
+        "metadata": {"name": name, "namespace": NAMESPACE},
         "spec": {"url": url, "interval": "1m", "ref": {"branch": "main"}},
     }
 
 
-def kustomization() -> dict[str, Any]:
-    """The Kustomization `apps`: ./apps of GitRepository `lab`, pruned."""
+def kustomization(name: str = "apps", *, path: str = "./apps", source: str = "lab") -> dict[str, Any]:
+    """A Kustomization applying `path` of GitRepository `source`, pruned (`apps`: ./apps of `lab`)."""
     return {
         "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
         "kind": "Kustomization",
-        "metadata": {"name": "apps", "namespace": NAMESPACE},
+        "metadata": {"name": name, "namespace": NAMESPACE},
         "spec": {
             "interval": "1m",
-            "path": "./apps",
+            "path": path,
             "prune": True,
-            "sourceRef": {"kind": "GitRepository", "name": "lab"},
+            "sourceRef": {"kind": "GitRepository", "name": source},
         },
+    }
+
+
+CHART = "./charts/app"
+CHART_FILES = {
+    "charts/app/Chart.yaml": yaml.safe_dump({"apiVersion": "v2", "name": "app", "version": "1.0.0"}),
+    # One Deployment on the lab's node; values.fault puts its Pods into ImagePullBackOff (the
+    # fault Stage), as a wrong image tag does in a cluster.
+    "charts/app/templates/deployment.yaml": f"""\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{{{ .Release.Name }}}}
+spec:
+  replicas: 1
+  selector:
+    matchLabels:
+      app: {{{{ .Release.Name }}}}
+  template:
+    metadata:
+      labels:
+        app: {{{{ .Release.Name }}}}
+        {{{{- if .Values.fault }}}}
+        {FAULT_LABEL}: ImagePullBackOff
+        {{{{- end }}}}
+      annotations:
+        {FAULT_MESSAGE}: 'Back-off pulling image "{{{{ .Values.image }}}}"'
+    spec:
+      nodeName: {NODE}
+      containers:
+      - name: app
+        image: {{{{ .Values.image }}}}
+""",
+}
+
+
+def helm_release(name: str, *, wait: bool, fault: bool = True) -> dict[str, Any]:
+    """A HelmRelease of the lab's chart (from GitRepository `lab`) into `default`; `wait: False`
+    disables Helm's wait for the workload, as many charts' users do; `fault` breaks its Pods."""
+    spec: dict[str, Any] = {
+        "interval": "1m",
+        "timeout": "2m",
+        "targetNamespace": "default",
+        "chart": {
+            "spec": {
+                "chart": CHART,
+                "interval": "1m",
+                "sourceRef": {"kind": "GitRepository", "name": "lab"},
+            }
+        },
+        "values": {"fault": fault, "image": f"registry.lab.test/{name}:1.0.0"},
+    }
+    if not wait:
+        spec["install"] = {"disableWait": True}
+        spec["upgrade"] = {"disableWait": True}
+    return {
+        "apiVersion": "helm.toolkit.fluxcd.io/v2",
+        "kind": "HelmRelease",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": spec,
     }

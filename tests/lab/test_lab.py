@@ -4,8 +4,6 @@ of the suite writes by hand; here real controllers write them."""
 
 from __future__ import annotations
 
-import json
-import urllib.request
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -14,6 +12,7 @@ import yaml
 
 from tests.lab.lab import Lab, condition, wait_for
 from tests.lab.manifests import NAMESPACE, git_repository, kustomization
+from tests.lab.probes import findings, judged_current, reported
 
 pytestmark = pytest.mark.cluster
 
@@ -30,24 +29,6 @@ def ready(obj: dict[str, Any]) -> dict[str, Any] | None:
 
 def renewed_at(lease: dict[str, Any]) -> datetime:
     return datetime.fromisoformat(lease["spec"]["renewTime"])
-
-
-def findings(stalewatch: str) -> dict[str, Any]:
-    """stalewatch's /api/v1/findings, as on-call's tools read it."""
-    with urllib.request.urlopen(f"{stalewatch}/api/v1/findings", timeout=5) as response:
-        document: dict[str, Any] = json.load(response)
-    return document
-
-
-def judged_current(stalewatch: str, kind: str, name: str) -> bool:
-    """Whether stalewatch's /metrics says this GitOps object is Current (kstatus), as a dashboard
-    reads it: it has seen the object as the controller last wrote it."""
-    with urllib.request.urlopen(f"{stalewatch}/metrics", timeout=5) as response:
-        exposition = response.read().decode()
-    series = (
-        f'stalewatch_object_status{{kind="{kind}",name="{name}",namespace="{NAMESPACE}",status="Current"}}'
-    )
-    return any(line.startswith(series) and line.split()[-1] == "1.0" for line in exposition.splitlines())
 
 
 def test_real_controllers_reconcile_git_into_the_cluster_and_stalewatch_finds_nothing_wrong(
@@ -97,6 +78,40 @@ def test_real_controllers_reconcile_git_into_the_cluster_and_stalewatch_finds_no
     assert report["findings"] == [], report["findings"]
     assert report["summary"]["up"] is True
     assert report["summary"]["synced"] is True
+
+
+def test_a_hung_controller_is_down_once_its_lease_expires_and_clears_when_it_resumes(
+    lab: Lab, stalewatch: str
+) -> None:
+    """SIGSTOP: the process and its Pod look alive; only the Lease tells. SIGCONT heals it."""
+    root_id = "ControllerDown/Deployment/flux-system/kustomize-controller"
+    lab.pause("kustomize-controller")
+    try:
+        found = wait_for(
+            "stalewatch reports kustomize-controller hung",
+            lambda: reported(stalewatch, root_id),
+            timeout=lab.lease("kustomize-controller")["spec"]["leaseDurationSeconds"] + 60,
+            interval=1,
+        )
+    finally:
+        lab.resume("kustomize-controller")
+    root = found[root_id]
+    assert (root["severity"], root["root_cause"], root["evidence"]["reason"]) == (
+        "critical",
+        None,
+        "LeaseExpired",
+    )
+    assert lab.pod("kustomize-controller")["status"]["phase"] == "Running"
+    stale = found[f"StatusStale/Kustomization/{NAMESPACE}/apps"]
+    assert stale["root_cause"] == root_id
+    assert [f for f in found.values() if f["root_cause"] is None] == [root]
+
+    wait_for(
+        "stalewatch clears every finding once the controller renews its Lease again",
+        lambda: findings(stalewatch)["findings"] == [],
+        timeout=60,
+        interval=1,
+    )
 
 
 def test_killed_controller_in_image_pull_backoff_is_one_root_with_its_kustomization_stale(
@@ -149,13 +164,9 @@ def test_killed_controller_in_image_pull_backoff_is_one_root_with_its_kustomizat
     # Kustomization it reconciles under it as a cached, stale report.
     root_id = "ControllerDown/Deployment/flux-system/kustomize-controller"
 
-    def reported() -> list[dict[str, Any]] | None:
-        found = findings(stalewatch)["findings"]
-        return found if any(f["id"] == root_id for f in found) else None
-
-    found = {
-        f["id"]: f for f in wait_for("stalewatch reports kustomize-controller down", reported, timeout=60)
-    }
+    found = wait_for(
+        "stalewatch reports kustomize-controller down", lambda: reported(stalewatch, root_id), timeout=60
+    )
     root = found[root_id]
     assert (root["severity"], root["root_cause"], root["evidence"]["reason"]) == (
         "critical",
