@@ -50,13 +50,10 @@ def attempts(minutes: int, *, about: str = "apps") -> list[Obj]:
     return [attempt(n, ago=(minutes - n) * MIN, about=about) for n in range(minutes)]
 
 
-def failing_apps(*, created: timedelta | None = None) -> Obj:
-    obj = kustomization(
+def failing_apps() -> Obj:
+    return kustomization(
         "apps", conditions=[cond("Ready", "False", "ArtifactFailed", "kustomization path not found", ago=MIN)]
     )
-    if created is not None:
-        obj["metadata"]["creationTimestamp"] = ts(created)
-    return obj
 
 
 def recovered_apps(*, ago: timedelta) -> Obj:
@@ -85,11 +82,6 @@ CASES = [
         [kustomization("other"), *attempts(12)], set(), id="events-about-a-deleted-object-raise-nothing"
     ),
     pytest.param([*attempts(12)], {LOOP}, id="events-about-a-kind-the-snapshot-does-not-hold-still-count"),
-    pytest.param(
-        [failing_apps(created=30 * (MIN // 60)), *attempts(12)],
-        set(),
-        id="events-about-an-earlier-object-of-the-same-name-raise-nothing",
-    ),
     pytest.param(
         [recovered_apps(ago=MIN // 2), *attempts(12)],
         set(),

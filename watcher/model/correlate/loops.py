@@ -4,21 +4,20 @@ Per Event, rules/events.py keeps an attempt record; here the records of one (obj
 become one RetryLoop, or none: below the threshold in all, or about an object that is gone.
 Events outlive their object by the API server's event TTL (an hour by default), and a Flux
 object deleted while it failed leaves its Warnings behind: those raise nothing once the object
-is known to be gone: absent while the store holds its kind (so the kind is watched and listed);
-an object of the same name created since is another object, and Events begun before it are not
-its own. Nor do the Warnings of an object
-that has recovered since (Ready=True, set after the last of them): they stay recent for
-retry_loop_recent, and a fixed object is not a loop still running.
+is known to be gone: absent while the store holds its kind (so the kind is watched and listed).
+Nor do the Warnings of an object that has recovered since (its controller said so after the last
+of them): they stay recent for retry_loop_recent, and a fixed object is not a loop still running.
+That also covers an object deleted and created again under the same name, once it is Ready:
+creationTimestamp cannot tell (a restore or a replay creates objects anew, older Events and all).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import timedelta
 from typing import Any
 
 from watcher.model.ingest.flux import PROGRESSING
-from watcher.model.ingest.objects import condition, parse_time, time_at, transition
+from watcher.model.ingest.objects import condition, parse_time, transition
 from watcher.model.rules.events import loop_of
 from watcher.model.store.working import Pass, key_of_subject
 from watcher.model.types import Finding
@@ -31,23 +30,9 @@ def settle_loops(run: Pass, attempts: Mapping[str, Sequence[Finding]]) -> Iterat
     for fid in sorted(attempts):
         key = key_of_subject(attempts[fid][0].subject)
         obj = run.store.get(key)
-        ours = _about(obj, attempts[fid])
-        found = loop_of(ours, run.config) if ours else None
+        found = loop_of(attempts[fid], run.config)
         if found is not None and not _recovered(obj, found):
             yield found, obj is None and run.store.holds(key.group, key.kind)
-
-
-def _about(obj: Mapping[str, Any] | None, attempts: Sequence[Finding]) -> list[Finding]:
-    """The attempts about this object, not about an earlier one of the same name: an Event (a
-    series of one object) that began before the object was created was about its predecessor."""
-    created = time_at(obj, "metadata", "creationTimestamp") if obj is not None else None
-    if created is None:
-        return list(attempts)
-    return [a for a in attempts if a.since is None or a.since >= created - CLOCK_SKEW]
-
-
-CLOCK_SKEW = timedelta(seconds=5)
-"""An Event's time is its writer's clock, creationTimestamp the API server's."""
 
 
 def _recovered(obj: Mapping[str, Any] | None, loop: Finding) -> bool:
