@@ -185,7 +185,6 @@ def tofu_controller_down(ns: str) -> Incident:
             *(Alert("StalewatchStatusStale", "Terraform", name) for name in TERRAFORMS),
             Alert("StalewatchDependencyBlocked", "Kustomization", "infra-terraform"),
             Alert("StalewatchDependencyBlocked", "Kustomization", "apps"),
-            Alert("StalewatchStuckReconciling", "Kustomization", "infra-terraform"),
         ],
     )
 
