@@ -22,6 +22,7 @@ NOW = "2026-11-30T12:00:00Z"
 
 # One object per example whose deletion plan touches most of what the example holds.
 IMPACT = {
+    "certificate-failing-under-green-kustomization": "ks/flux-system/apps",
     "conflicting-writers": None,
     "crd-ownership-risk": "crd/imagepolicies.image.toolkit.fluxcd.io",
     "gitrepository-clone-failing": "gitrepository/flux-system/tenants",

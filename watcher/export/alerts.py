@@ -150,6 +150,13 @@ FINDING_TEXTS: Mapping[FindingType, tuple[str, str]] = {
         " was not pruned and never will be: nothing manages it, while its controller may still act on"
         " it. Severity info when the Kustomization has spec.prune: false (left by design).",
     ),
+    FindingType.OBJECT_FAILING: (
+        "reports that it fails",
+        "An object of a kind no other rule judges (a Certificate, an ExternalSecret, a Job, a CRD, an"
+        " operator's custom resource) says it failed (Stalled, Failed) or has said Ready=False for"
+        " longer than its threshold. The Kustomization or HelmRelease that applied it may still say"
+        " Ready=True: without health checks Flux does not look at it.",
+    ),
     FindingType.CONFLICTING_WRITERS: (
         "is rewritten in turn by writers that undo each other",
         "Two or more field managers keep rewriting it, each erasing or taking over fields another"

@@ -147,6 +147,17 @@ def overview() -> dashboard.Dashboard:
         )
         .with_panel(
             table_panel(
+                "Other objects failing, longest first",
+                "sort_desc(time() - stalewatch_finding_since_timestamp_seconds"
+                f'{{type="ObjectFailing",{SCOPE}}})',
+                description="Objects of every other kind a stack applies (Certificates, ExternalSecrets,"
+                " Jobs, CRDs, custom resources) that say they fail (ObjectFailing), while the Kustomization"
+                " that applied them may say Ready=True: without health checks Flux does not look at them.",
+                rename={**OBJECT_COLUMNS, "Value": "Seconds failing"},
+            )
+        )
+        .with_panel(
+            table_panel(
                 "Denied by a policy",
                 f"stalewatch_policy_denied{{{SCOPE}}}",
                 description="Objects whose controller keeps retrying a write an admission policy denies"

@@ -65,6 +65,7 @@ class FindingType(StrEnum):
     CRD_OWNERSHIP_RISK = "CRDOwnershipRisk"
     PRUNE_ORPHAN = "PruneOrphan"
     CONFLICTING_WRITERS = "ConflictingWriters"
+    OBJECT_FAILING = "ObjectFailing"
 
 
 DEFAULT_SEVERITIES: Mapping[FindingType, Severity] = {
@@ -240,6 +241,10 @@ class Thresholds:
     took fields another owned, or took back its own)..."""
     conflicting_writers_window: timedelta = timedelta(minutes=30)
     """...within this long (an older flip is forgotten; a single handover never adds up)."""
+    object_failing: timedelta = timedelta(minutes=10)
+    """How long an object of any other kind (a Certificate, an ExternalSecret, a custom resource)
+    may say Ready=False before it is ObjectFailing; a verdict of failure (Stalled=True, a Job's
+    Failed=True, a CRD whose names were refused) is one at once."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,6 +39,7 @@ from datetime import datetime
 from typing import Any
 
 from watcher.model.cluster.prune import acted_on
+from watcher.model.correlate.appliers import link_appliers
 from watcher.model.correlate.loops import settle_loops
 from watcher.model.correlate.policies import PolicyObjects, link_policies, link_stacks, merge
 from watcher.model.correlate.releases import ReleaseMemo, link_releases
@@ -116,6 +117,7 @@ class Correlator:
         link_releases(run, own_pods, self._releases)
         self._owners.end_pass()
         self._releases.end_pass()
+        link_appliers(run)
         _sources(run)
         _dependencies(run)
         _crd_links(run)

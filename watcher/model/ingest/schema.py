@@ -57,6 +57,8 @@ CUSTOM = Kind(
                 "retryInterval": TOKEN,
                 "suspend": Bool(),
                 "prune": Bool(),
+                "wait": Bool(),
+                "healthChecks": List(REF, limit=256),
                 "sourceRef": REF,
                 "dependsOn": List(
                     Obj(

@@ -3,7 +3,8 @@
 Each rule is a small function `(obj, ctx) -> Finding | None`, dispatched by kind like
 kstatus' table (local_findings): the GitOps rules (gitops_rules.py) on every Flux object and
 every kind a configured controller reconciles, WorkloadUnhealthy (workload_rule.py) on Pods
-and workloads, RetryLoop (events.py) or PolicyDenied (denials.py) on Events. Here too the
+and workloads, RetryLoop (events.py) or PolicyDenied (denials.py) on Events, ObjectFailing
+(resources.py) on every other kind. Here too the
 findings that need more than the object: StatusStale (its controller is down) and CRDRemoved
 (its kind is gone). They produce *candidates*: correlation later decides which are roots and
 which symptoms.
@@ -36,6 +37,7 @@ from watcher.model.rules.context import Ctx, Rule, new_finding
 from watcher.model.rules.controllers import ControllerState
 from watcher.model.rules.denials import judge_event
 from watcher.model.rules.gitops_rules import GITOPS_RULES, revision_skew
+from watcher.model.rules.resources import object_failing
 from watcher.model.rules.workload_rule import workload_unhealthy
 from watcher.model.types import Finding, FindingType, ModelConfig, Subject, rfc3339
 
@@ -129,6 +131,6 @@ def local_findings(
             return []
         rules = _APPLIER_RULES if obj["kind"] in APPLIERS else _OTHER_GITOPS_RULES
         return [found for rule in rules if (found := rule(obj, ctx)) is not None]
-    rule = RULES.get((group_of(obj["apiVersion"]), obj["kind"]))
-    found = rule(obj, ctx) if rule is not None else None
+    rule = RULES.get((group_of(obj["apiVersion"]), obj["kind"]), object_failing)
+    found = rule(obj, ctx)
     return [found] if found is not None else []

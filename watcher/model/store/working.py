@@ -35,6 +35,7 @@ PRECEDENCE: Sequence[FindingType] = (
     FindingType.RECONCILE_FAILED,
     FindingType.STUCK_RECONCILING,
     FindingType.WORKLOAD_UNHEALTHY,
+    FindingType.OBJECT_FAILING,
     FindingType.RETRY_LOOP,
 )
 """Within one subject, the earlier type explains the later ones (a blocked object also lags; a

@@ -1,0 +1,115 @@
+"""ObjectFailing: any object no other rule judges, read the way kstatus reads every kind.
+
+A GitOps stack applies more than Flux objects and workloads: cert-manager Certificates,
+external-secrets ExternalSecrets, Jobs, CRDs, the custom resources of any operator. A
+Kustomization without health checks says Ready=True whatever they do, so their own status is
+the only voice they have. It is read as kstatus reads it (rules/kstatus.py: the generic checks,
+the table of kinds, then Ready), plus what each kind declares a failure (FAILURES):
+
+- kstatus says Failed (Stalled=True, a Job's Failed=True, a CRD whose names were refused or
+  that is not Established): the controller's own verdict, a finding at once;
+- a True `*Failed` condition (kapp-controller's ReconcileFailed), a kind's failure condition (a
+  ReplicaSet's ReplicaFailure: its Pods cannot be created), a PVC whose volume is Lost, or
+  Ready=False: a finding once it has lasted `object_failing` (a retry may fix it), dated from
+  the earliest of them.
+
+Correlation names the Kustomization or HelmRelease that applied it (correlate/appliers.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from watcher.model.ingest.objects import (
+    Condition,
+    condition,
+    conditions,
+    describe,
+    group_of,
+    said,
+    sentence,
+    subject_of,
+    text,
+    transition,
+)
+from watcher.model.rules.context import Ctx
+from watcher.model.rules.gitops_rules import failed_conditions
+from watcher.model.rules.kstatus import compute_status
+from watcher.model.types import Finding, FindingType, Status, rfc3339
+
+FAILURES: Mapping[tuple[str, str], tuple[str, ...]] = {
+    ("apps", "ReplicaSet"): ("ReplicaFailure",),
+    ("extensions", "ReplicaSet"): ("ReplicaFailure",),
+    ("apiextensions.k8s.io", "CustomResourceDefinition"): ("NonStructuralSchema",),
+}
+"""Condition types that, True, say a kind fails where kstatus does not: a ReplicaSet whose Pods an
+admission webhook or a quota refuses (its Deployment never gets them), a CRD whose schema is not
+structural (served, but its objects are neither pruned nor validated as their authors expect)."""
+
+
+def object_failing(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
+    status = compute_status(obj, now=ctx.now)
+    if status.status is Status.FAILED:
+        cond = _deciding(obj, status.reason)
+        says = said(cond, cond["type"]) if cond is not None else f"{status.reason}: {status.message}"
+        return _finding(obj, ctx, f"has failed: {says}", transition(cond), status.status)
+    failing = _failing(obj)
+    if not failing:
+        return None
+    dated = [t for t in (transition(c) for c in failing) if t is not None]
+    since = min(dated, default=None)
+    if since is not None and not ctx.due(since, ctx.config.thresholds.object_failing):
+        return None
+    first = next((c for c in failing if transition(c) == since), failing[0])
+    when = f"since {rfc3339(since)}" if since is not None else "since a time it does not say"
+    return _finding(obj, ctx, f"says {said(first, first['type'])} {when}", since, status.status)
+
+
+def _failing(obj: Mapping[str, Any]) -> list[Condition]:
+    found = [*failed_conditions(obj)]
+    kinds = FAILURES.get((group_of(obj["apiVersion"]), obj["kind"]), ())
+    found += [c for c in conditions(obj) if c.get("type") in kinds and c.get("status") == "True"]
+    ready = condition(obj, "Ready")
+    if ready is not None and ready["status"] == "False":
+        found.append(ready)
+    if obj["kind"] == "PersistentVolumeClaim" and text(obj, "status", "phase") == "Lost":
+        found.append({"type": "Phase", "status": "Lost", "reason": "VolumeLost"})
+    return found
+
+
+def _deciding(obj: Mapping[str, Any], reason: str) -> Condition | None:
+    """The condition behind kstatus' Failed verdict: the one carrying its reason, else a Job's
+    Failed=True (kstatus names it JobFailed)."""
+    for cond in conditions(obj):
+        if cond.get("reason") == reason and cond.get("status") in ("True", "False"):
+            return cond
+    return condition(obj, "Failed")
+
+
+def _also(obj: Mapping[str, Any], says: str) -> str:
+    """The object's other conditions that name a failure (cert-manager's Issuing=False Failed says
+    why a Certificate's renewal failed, where Ready only says it expired)."""
+    told = [said(c, c["type"]) for c in conditions(obj) if _names_a_failure(c)]
+    told = [t for t in told if t not in says]
+    return f" Also: {'; '.join(told)}." if told else ""
+
+
+def _names_a_failure(cond: Condition) -> bool:
+    reason = str(cond.get("reason", ""))
+    return "Fail" in reason or "Error" in reason
+
+
+def _finding(obj: Mapping[str, Any], ctx: Ctx, says: str, since: datetime | None, status: Status) -> Finding:
+    subject = subject_of(obj)
+    namespace = subject["namespace"]
+    described = f"`kubectl describe {subject['kind'].lower()} {subject['name']}"
+    described += f" -n {namespace}`" if namespace else "`"
+    message = sentence(f"{describe(subject)} {says}") + _also(obj, says)
+    message += f" Its controller reports it: see {described} and that controller's logs."
+    evidence = {
+        "kstatus": str(status),
+        "conditions": {c["type"]: c["status"] for c in conditions(obj)},
+    }
+    return ctx.finding(FindingType.OBJECT_FAILING, subject, message, since, evidence)
