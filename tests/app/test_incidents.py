@@ -117,6 +117,7 @@ def patch(kind: str, name: str, status: dict[str, Any]) -> Act:
             "Deployment": "apps/v1",
             "StatefulSet": "apps/v1",
             "DaemonSet": "apps/v1",
+            "ReplicaSet": "apps/v1",
             "Pod": "v1",
             **API,
         }[kind]

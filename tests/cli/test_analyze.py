@@ -255,8 +255,10 @@ def test_json_output_is_exactly_the_finding_fields_a_summary_and_the_rejected(
     summary = report["summary"]
     assert set(summary) == {
         "now", "objects", "findings", "roots", "by_severity", "by_type", "load_errors", "rejected",
+        "unjudged",
     }  # fmt: skip
     assert (summary["now"], summary["roots"], summary["load_errors"], summary["rejected"]) == (NOW, 1, 0, 0)
+    assert summary["unjudged"] == {}
     assert summary["objects"] == objects_in(EXAMPLES / "tofu-controller-down")
     assert summary["findings"] == len(report["findings"]) == sum(summary["by_type"].values())
     assert summary["by_severity"]["critical"] == 1

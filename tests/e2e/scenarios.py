@@ -427,6 +427,52 @@ def crd_ownership_risk(ns: str) -> Incident:
     )
 
 
+def replicaset_cannot_create_pods(ns: str) -> Incident:
+    """A ReplicaSet applied by a Job runner, its Pods refused by a ResourceQuota for 20 minutes:
+    ReplicaFailure=True FailedCreate, the message the replicaset controller writes."""
+
+    def setup(ns: str) -> list[Obj]:
+        labels = {"app": "batch"}
+        return [
+            {
+                "apiVersion": "apps/v1",
+                "kind": "ReplicaSet",
+                "metadata": {"name": "batch-7f9c", "namespace": ns},
+                "spec": {
+                    "replicas": 2,
+                    "selector": {"matchLabels": labels},
+                    "template": {
+                        "metadata": {"labels": labels},
+                        "spec": {"containers": [{"name": "batch", "image": "ghcr.io/acme/batch:1.4.0"}]},
+                    },
+                },
+            }
+        ]
+
+    refused = (
+        'pods "batch-7f9c-" is forbidden: exceeded quota: compute, requested: cpu=2, used: cpu=8, '
+        "limited: cpu=8"
+    )
+    return Incident(
+        setup=setup,
+        acts=[
+            patch(
+                "ReplicaSet",
+                "batch-7f9c",
+                {
+                    "replicas": 0,
+                    "conditions": [
+                        cond("ReplicaFailure", "True", "FailedCreate", refused, since=ago(minutes=20))
+                    ],
+                },
+            )
+        ],
+        root=Alert("StalewatchObjectFailing", "ReplicaSet", "batch-7f9c"),
+        receiver="chat",
+        summary="ReplicaSet {ns}/batch-7f9c reports that it fails",
+    )
+
+
 INCIDENTS: dict[str, Callable[[str], Incident]] = {
     "tofu-controller-image-pull-backoff": tofu_controller_down,
     "reconciling-left-true-on-a-live-controller": reconciling_left_true,
@@ -435,5 +481,6 @@ INCIDENTS: dict[str, Callable[[str], Incident]] = {
     "prune-orphan-left-behind": prune_orphan,
     "conflicting-writers": conflicting_writers,
     "crd-ownership-risk": crd_ownership_risk,
+    "replicaset-cannot-create-pods": replicaset_cannot_create_pods,
 }
 """Built when enacted, so every timestamp in them is of the test's own time."""

@@ -394,6 +394,10 @@ def hostile() -> Evaluation:
                 for each in (HOSTILE, *EACH_ESCAPE)
             )
         ),
+        unjudged=(
+            (f"g-{HOSTILE}.io", f"Kind{HOSTILE}", 2),
+            *((f"{each}.io", "Widget", 1) for each in EACH_ESCAPE),
+        ),
     )
 
 

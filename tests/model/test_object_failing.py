@@ -13,9 +13,13 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import orjson
 import pytest
 
 from tests.model.builders import MIN, NOW, Obj, by_id, cond, flux, git_repository, kustomization, run
+from watcher.model.engine import HealthModel
+from watcher.model.ingest.fastpath import fast_path
+from watcher.model.ingest.packed import Packed
 from watcher.model.types import FindingType, rfc3339
 
 HOUR = 60 * MIN
@@ -315,3 +319,35 @@ def test_a_job_failure_is_dated_from_its_failed_condition() -> None:
         "Job apps/migrate has failed: Failed=True "
         "(DeadlineExceeded: Job was active longer than specified deadline)."
     )
+
+
+def replica_set(*conditions: Obj) -> Obj:
+    rs = obj("apps/v1", "ReplicaSet", "batch-7f9c", *conditions, replicas=0)
+    rs["metadata"]["resourceVersion"] = "7"
+    rs["spec"] = {"replicas": 2, "selector": {"matchLabels": {"app": "batch"}}}
+    return rs
+
+
+@pytest.mark.parametrize(
+    ("conditions", "packed"),
+    [
+        pytest.param((), True, id="a-replicaset-that-fails-nothing-comes-packed"),
+        pytest.param(
+            (cond("ReplicaFailure", "True", "FailedCreate", "exceeded quota: compute", ago=HOUR),),
+            False,
+            id="a-replicaset-whose-pods-are-refused-is-judged",
+        ),
+    ],
+)
+def test_the_live_decoder_packs_a_replicaset_only_when_it_fails_nothing(
+    conditions: tuple[Obj, ...], packed: bool
+) -> None:
+    decoded = fast_path("apps/v1", "ReplicaSet").decode(
+        orjson.dumps({"type": "ADDED", "object": replica_set(*conditions)})
+    )
+    assert isinstance(decoded.object, Packed) is packed
+    model = HealthModel()
+    assert decoded.object is not None
+    model.upsert(decoded.object, now=NOW)
+    found = [f.id for f in model.evaluate(NOW).findings]
+    assert found == ([] if packed else ["ObjectFailing/ReplicaSet/apps/batch-7f9c"])

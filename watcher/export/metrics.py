@@ -296,6 +296,19 @@ GROUPS: tuple[_Group, ...] = (
         per_item=True,
     ),
     _Group(
+        "unjudged",
+        lambda e: e.unjudged,
+        (
+            Gauge[tuple[str, str, int]](
+                "stalewatch_objects_unjudged",
+                "Objects read that no rule could judge (a custom resource that reports no status), by"
+                " kind: never counted as healthy.",
+                ("group", "kind"),
+                of=lambda u: ((u[0], u[1]), float(u[2])),
+            ),
+        ),
+    ),
+    _Group(
         "evaluation",
         lambda e: (e,),
         (

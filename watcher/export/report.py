@@ -41,9 +41,11 @@ def render_text(evaluation: Evaluation, *, objects: int, load_errors: int = 0, c
         roots, symptoms = by_root(evaluation.findings)
         for root in roots:
             lines += [*_root_block(root, symptoms[root.id], now=evaluation.now), ""]
-        lines.append(summary_line(roots, len(evaluation.findings), objects))
+        lines.append(summary_line(roots, len(evaluation.findings), objects, unjudged=evaluation.unjudged))
     elif objects:
-        lines.append(no_findings(objects, evaluation.rejected, load_errors=load_errors))
+        lines.append(
+            no_findings(objects, evaluation.rejected, load_errors=load_errors, unjudged=evaluation.unjudged)
+        )
     else:
         lines.append("No objects were evaluated.")
     section = compliance.text_lines(evaluation.compliance)
@@ -69,14 +71,38 @@ def render_json(evaluation: Evaluation, *, objects: int, load_errors: int = 0) -
     return orjson.dumps(document, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
 
 
-def no_findings(objects: int, rejected: Sequence[Rejection], *, load_errors: int = 0) -> str:
-    """Never "all healthy" while some object was not judged in full, or some input not read."""
+def no_findings(
+    objects: int,
+    rejected: Sequence[Rejection],
+    *,
+    load_errors: int = 0,
+    unjudged: Sequence[tuple[str, str, int]] = (),
+) -> str:
+    """Never "all healthy" while some object was not judged (in full, or at all: no rule could
+    read it), or some input not read."""
+    if unjudged:
+        judged = objects - sum(n for _, _, n in unjudged)
+        return f"No findings on {plural(judged, 'judged object')}{not_judged(unjudged)}."
     if rejected:
         not_in_full = rejected_objects(rejected)
-        return f"No findings: {objects} objects evaluated, {not_in_full} not in full (see below)."
+        return f"No findings: {plural(objects, 'object')} evaluated, {not_in_full} not in full (see below)."
     if load_errors:
         return f"No findings in the {plural(objects, 'object')} evaluated."
-    return f"No findings: {objects} objects evaluated, all healthy."
+    return f"No findings: {plural(objects, 'object')} evaluated, all healthy."
+
+
+def not_judged(unjudged: Sequence[tuple[str, str, int]]) -> str:
+    """`; 2 objects of 2 kinds not judged: Widget.example.com (1), ...`, or nothing."""
+    if not unjudged:
+        return ""
+    count = sum(n for _, _, n in unjudged)
+    kinds = ", ".join(f"{kind_label(group, kind)} ({n})" for group, kind, n in unjudged)
+    many = f"{plural(count, 'object')} of {plural(len(unjudged), 'kind')}"
+    return f"; {many} not judged (no status to read): {kinds}"
+
+
+def kind_label(group: str, kind: str) -> str:
+    return f"{kind}.{group}" if group else kind
 
 
 def rejected_objects(rejected: Sequence[Rejection]) -> int:
@@ -100,6 +126,7 @@ def summary(evaluation: Evaluation, *, objects: int, load_errors: int) -> dict[s
         "by_type": {str(t): types[t] for t in FindingType},
         "load_errors": load_errors,
         "rejected": rejected_objects(evaluation.rejected),
+        "unjudged": {kind_label(group, kind): n for group, kind, n in evaluation.unjudged},
     }
 
 
@@ -139,12 +166,14 @@ def group_by_kind(
     return by_kind
 
 
-def summary_line(roots: Sequence[Finding], findings: int, objects: int) -> str:
+def summary_line(
+    roots: Sequence[Finding], findings: int, objects: int, *, unjudged: Sequence[tuple[str, str, int]] = ()
+) -> str:
     severities = Counter(root.severity for root in roots)
     split = ", ".join(f"{severities[s]} {s}" for s in Severity if severities[s])
     return (
         f"{plural(len(roots), 'root cause')} ({split}), {plural(findings - len(roots), 'symptom')}; "
-        f"{plural(objects, 'object')} evaluated."
+        f"{plural(objects, 'object')} evaluated{not_judged(unjudged)}."
     )
 
 

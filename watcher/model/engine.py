@@ -36,6 +36,7 @@ raise is set aside and reported (ingest/quarantine.py), never the whole evaluati
 from __future__ import annotations
 
 import functools
+from collections import Counter
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -49,7 +50,7 @@ from watcher.model.ingest.objects import Key, key_of, subject_of
 from watcher.model.ingest.packed import Packed
 from watcher.model.ingest.quarantine import SetAside, Step, rule_failed
 from watcher.model.rules.context import Ctx
-from watcher.model.rules.rows import judge
+from watcher.model.rules.rows import judge, unjudged
 from watcher.model.rules.workloads import timed_by
 from watcher.model.store.deadlines import Deadlines
 from watcher.model.store.graph import Edge, Recorder, Snapshot, Store
@@ -103,6 +104,8 @@ class HealthModel:
         self._correlator = Correlator()
         self._pods = functools.partial(self._store.in_namespace, *_POD)
         self._set_aside = SetAside()
+        self._unjudged: dict[Key, tuple[str, str]] = {}
+        """The (group, kind) of each object no rule could judge (rules/rows.unjudged)."""
         self.generation = 0
         """Counts the evaluations that changed something: a reader of the objects (a page's
         stacks) keeps what it built from them until it moves."""
@@ -137,7 +140,7 @@ class HealthModel:
 
     def _put_packed(self, packed: Packed) -> bool:
         """Keep what the decoder packed (see fastpath) without judging it: a healthy Pod has no
-        finding and nothing to wait for, and no rule judges a ReplicaSet. Not when that answer
+        finding and nothing to wait for, nor a ReplicaSet that fails nothing. Not when that answer
         would replace findings or a deadline it had, nor when a controller in its namespace may
         own it (controller tracking reads Pods' owner chains): those take upsert()'s general
         path. Nothing is marked when nothing the last evaluation found read the object: the
@@ -332,6 +335,7 @@ class HealthModel:
             rejected=self._set_aside.listed(),
             compliance=self._rules.report,
             blind=self._store.blind,
+            unjudged=tuple(sorted((*kind, n) for kind, n in Counter(self._unjudged.values()).items())),
         )
         self._changed = False
         return self._last
@@ -361,6 +365,7 @@ class HealthModel:
             if self._satellites.remove(key) or key in self._with_findings:
                 self._candidates_changed = True
             self._local.pop(key, None)
+            self._unjudged.pop(key, None)
             self._with_findings.discard(key)
             self._objects_due.schedule(key, None)
             self._health.set(key, None)
@@ -371,6 +376,10 @@ class HealthModel:
         claim = self._controllers.claims.claim(key.group, key.kind) if gitops else None
         findings, health, revision, rejected = judge(obj, ctx, claim=claim)
         self._set_aside.record(key, Step.RULES, rejected)
+        if unjudged(obj, gitops=gitops):
+            self._unjudged[key] = (key.group, key.kind)
+        else:
+            self._unjudged.pop(key, None)
         deadline = min(ctx.pending, default=None)
         previous = self._local.get(key)
         if findings != (previous.findings if previous is not None else []):

@@ -33,6 +33,9 @@ class Evaluation:
     blind: frozenset[str] = frozenset()
     """The kinds (by `kind` name) it could not judge: forbidden, or not listed yet when it was
     made. A kind whose list finished since is not judged in it (the server says so)."""
+    unjudged: tuple[tuple[str, str, int], ...] = ()
+    """(group, kind, how many) of the objects read that no rule could judge (rules/rows.unjudged):
+    a custom resource that reports no status. Never "healthy": counted, by kind."""
     unreadable: int = 0
     """How many objects no reflector could read when this evaluation was published: those listed
     under `rejected` as Malformed, and any beyond the listing cap. Counted with the list, so one
@@ -49,6 +52,7 @@ class Evaluation:
             self.rejected,
             self.compliance,
             self.blind,
+            self.unjudged,
             self.unreadable,
         )
 

@@ -101,11 +101,12 @@ def roots(evaluation: Evaluation, *, objects: int, changes: Snapshot | None = No
     if not found and not objects:
         summary = "<p>No objects seen yet.</p>"
     elif not found:
-        summary = (
-            f'<p class="{"stale" if rejected else "healthy"}">{escape(no_findings(objects, rejected))}</p>'
-        )
+        said = no_findings(objects, rejected, unjudged=evaluation.unjudged)
+        healthy = not rejected and not evaluation.unjudged
+        summary = f'<p class="{"healthy" if healthy else "stale"}">{escape(said)}</p>'
     else:
-        summary = f"<p>{escape(summary_line(found, len(evaluation.findings), objects))}</p>"
+        said = summary_line(found, len(evaluation.findings), objects, unjudged=evaluation.unjudged)
+        summary = f"<p>{escape(said)}</p>"
     yield Part("roots-summary", "roots", f'<div id="roots-summary">{summary}</div>')
     for root in found[:MAX_ROOTS]:
         ident = root_part_id(root)

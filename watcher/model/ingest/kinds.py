@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 SOURCE_GROUP = "source.toolkit.fluxcd.io"
 KUSTOMIZE_GROUP = "kustomize.toolkit.fluxcd.io"
@@ -106,6 +107,48 @@ CRD_KIND = "CustomResourceDefinition"
 as a child: `wait` and dependency links read the inventory's workloads and GitOps objects."""
 FLUX_GROUPS: Mapping[str, str] = {k.kind: k.group for k in KINDS if k.referable}
 """The API group of the kinds a reference may name without an apiVersion."""
+
+
+FAILURE_CONDITIONS: Mapping[tuple[str, str], tuple[str, ...]] = {
+    ("apps", "ReplicaSet"): ("ReplicaFailure",),
+    ("extensions", "ReplicaSet"): ("ReplicaFailure",),
+    (CRD_GROUP, "CustomResourceDefinition"): ("NonStructuralSchema",),
+}
+"""Condition types that, True, say a kind fails where kstatus does not (rules/resources.py): a
+ReplicaSet whose Pods an admission webhook or a quota refuses (its Deployment never gets them), a
+CRD whose schema is not structural (its objects are neither pruned nor validated as expected).
+The fast path packs a ReplicaSet unjudged only when none of these holds."""
+
+
+def failing_condition(key: tuple[str, str], obj: Mapping[str, Any]) -> bool:
+    """Whether one of the kind's FAILURE_CONDITIONS is True on this (projected) object."""
+    types = FAILURE_CONDITIONS.get(key, ())
+    found = (obj.get("status") or {}).get("conditions") if types else None
+    return any(c.get("type") in types and c.get("status") == "True" for c in found or ())
+
+
+WITHOUT_STATUS: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("", "ServiceAccount"),
+        ("", "Namespace"),
+        ("", "LimitRange"),
+        ("", "ResourceQuota"),
+        ("rbac.authorization.k8s.io", "Role"),
+        ("rbac.authorization.k8s.io", "ClusterRole"),
+        ("rbac.authorization.k8s.io", "RoleBinding"),
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+        ("networking.k8s.io", "NetworkPolicy"),
+        ("networking.k8s.io", "IngressClass"),
+        ("scheduling.k8s.io", "PriorityClass"),
+        ("storage.k8s.io", "StorageClass"),
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"),
+        ("coordination.k8s.io", "Lease"),
+    }
+)
+"""Built-in kinds that have no state to fail by design (configuration, RBAC): nothing to judge, so
+never counted as "not judged" (a Lease is read for its controller's liveness)."""
 
 
 def key_of_kind(track: Track) -> tuple[str, str]:

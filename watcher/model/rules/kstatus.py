@@ -344,3 +344,8 @@ _BY_GROUP_KIND: Mapping[tuple[str, str], Rule] = {
     for (group, _, kind), rule in ((name.rpartition("/"), rule) for name, rule in RULES.items())
 }
 """RULES by (group, kind), as compute_status() looks them up (no key string built per object)."""
+
+
+def reads_kind(group: str, kind: str) -> bool:
+    """Whether kstatus' table has a reader of this kind's own fields (a Job's, a PVC's, ...)."""
+    return (group, kind) in _BY_GROUP_KIND

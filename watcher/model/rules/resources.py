@@ -4,7 +4,7 @@ A GitOps stack applies more than Flux objects and workloads: cert-manager Certif
 external-secrets ExternalSecrets, Jobs, CRDs, the custom resources of any operator. A
 Kustomization without health checks says Ready=True whatever they do, so their own status is
 the only voice they have. It is read as kstatus reads it (rules/kstatus.py: the generic checks,
-the table of kinds, then Ready), plus what each kind declares a failure (FAILURES):
+the table of kinds, then Ready), plus the failures kinds.FAILURE_CONDITIONS declares:
 
 - kstatus says Failed (Stalled=True, a Job's Failed=True, a CRD whose names were refused or
   that is not Established): the controller's own verdict, a finding at once;
@@ -22,11 +22,13 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from watcher.model.ingest.kinds import FAILURE_CONDITIONS, WITHOUT_STATUS
 from watcher.model.ingest.objects import (
     Condition,
     condition,
     conditions,
     describe,
+    dig,
     group_of,
     said,
     sentence,
@@ -36,17 +38,8 @@ from watcher.model.ingest.objects import (
 )
 from watcher.model.rules.context import Ctx
 from watcher.model.rules.gitops_rules import failed_conditions
-from watcher.model.rules.kstatus import compute_status
+from watcher.model.rules.kstatus import compute_status, reads_kind
 from watcher.model.types import Finding, FindingType, Status, rfc3339
-
-FAILURES: Mapping[tuple[str, str], tuple[str, ...]] = {
-    ("apps", "ReplicaSet"): ("ReplicaFailure",),
-    ("extensions", "ReplicaSet"): ("ReplicaFailure",),
-    ("apiextensions.k8s.io", "CustomResourceDefinition"): ("NonStructuralSchema",),
-}
-"""Condition types that, True, say a kind fails where kstatus does not: a ReplicaSet whose Pods an
-admission webhook or a quota refuses (its Deployment never gets them), a CRD whose schema is not
-structural (served, but its objects are neither pruned nor validated as their authors expect)."""
 
 
 def object_failing(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
@@ -67,9 +60,19 @@ def object_failing(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
     return _finding(obj, ctx, f"says {said(first, first['type'])} {when}", since, status.status)
 
 
+def judgeable(obj: Mapping[str, Any]) -> bool:
+    """Whether object_failing can read anything of it: a kind kstatus reads, a kind with no state
+    by design (kinds.WITHOUT_STATUS), or a status with conditions or an observedGeneration. A
+    custom resource that reports nothing is not judged, and is counted so, never "healthy"."""
+    key = (group_of(obj["apiVersion"]), obj["kind"])
+    if reads_kind(*key) or key in WITHOUT_STATUS or conditions(obj):
+        return True
+    return dig(obj, "status", "observedGeneration") is not None
+
+
 def _failing(obj: Mapping[str, Any]) -> list[Condition]:
     found = [*failed_conditions(obj)]
-    kinds = FAILURES.get((group_of(obj["apiVersion"]), obj["kind"]), ())
+    kinds = FAILURE_CONDITIONS.get((group_of(obj["apiVersion"]), obj["kind"]), ())
     found += [c for c in conditions(obj) if c.get("type") in kinds and c.get("status") == "True"]
     ready = condition(obj, "Ready")
     if ready is not None and ready["status"] == "False":

@@ -10,13 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from watcher.model.ingest.kinds import APPLIERS
-from watcher.model.ingest.objects import condition, newest_transition, subject_of, transition
+from watcher.model.ingest.kinds import APPLIERS, policy_kind
+from watcher.model.ingest.objects import condition, group_of, newest_transition, subject_of, transition
 from watcher.model.ingest.quarantine import dropped_fields, rule_failed
 from watcher.model.rules.context import Ctx
 from watcher.model.rules.controllers import Claim
-from watcher.model.rules.dispatch import local_findings
+from watcher.model.rules.dispatch import RULES, local_findings
 from watcher.model.rules.kstatus import compute_status
+from watcher.model.rules.resources import judgeable
 from watcher.model.types import Finding, ObjectHealth, Rejection, RevisionInfo
 
 Judged = tuple[list[Finding], ObjectHealth | None, RevisionInfo | None, list[Rejection]]
@@ -37,6 +38,15 @@ def judge(obj: Mapping[str, Any], ctx: Ctx, *, claim: Claim | None) -> Judged:
         ctx.pending.clear()
         rejected.append(rule_failed(subject_of(obj), error, what="a rule"))
         return [], None, None, rejected
+
+
+def unjudged(obj: Mapping[str, Any], *, gitops: bool) -> bool:
+    """No rule reads anything of it: not a GitOps kind, no rule of its own, and nothing
+    ObjectFailing can read (resources.judgeable). Counted by kind in every Evaluation."""
+    key = (group_of(obj["apiVersion"]), obj["kind"])
+    if gitops or key in RULES or policy_kind(*key):  # a policy engine's: compliance reads it
+        return False
+    return not judgeable(obj)
 
 
 def object_health(obj: Mapping[str, Any], claim: Claim) -> ObjectHealth:
