@@ -248,6 +248,8 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
         sys.stdout.write(render_json(evaluation, **counts).decode())
     else:
         sys.stdout.write(render_text(evaluation, **counts, color=_wants_color(sys.stdout)))
+    for warning in snapshot.warnings:
+        complain(printable(f"stalewatch: warning: {warning}"))
     for error in snapshot.errors:
         complain(printable(f"stalewatch: {error}"))
     if snapshot.errors:

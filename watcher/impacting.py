@@ -133,6 +133,8 @@ def _loaded(paths: Sequence[str], settings: Settings) -> tuple[Store, Sight, lis
     from watcher.snapshot import load_snapshot
 
     snapshot = load_snapshot(paths, keep_namespace=settings.watches_namespace)
+    for warning in snapshot.warnings:
+        complain(printable(f"stalewatch impact: warning: {warning}"))
     store = Store()
     for obj in snapshot.objects:
         store.put(obj)

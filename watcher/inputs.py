@@ -96,8 +96,11 @@ def _require_regular(mode: int) -> None:
 
 
 class SafeLoader(_BaseLoader):
-    """Safe YAML that leaves timestamps as strings, as the API server's JSON has them, and
-    refuses a mapping that gives one key twice (PyYAML would silently keep the last)."""
+    """Safe YAML that leaves timestamps as strings, as the API server's JSON has them, and says
+    when a mapping gives one key twice (PyYAML would silently keep the last): refused, or, with
+    `duplicates` set, kept as kubectl keeps it (the last value wins) and described there."""
+
+    duplicates: list[str] | None = None
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[tuple[str, str]] = set()
@@ -105,9 +108,11 @@ class SafeLoader(_BaseLoader):
             if isinstance(key_node, yaml.ScalarNode) and key_node.tag != _MERGE_TAG:
                 key = (key_node.tag, key_node.value)
                 if key in seen:
-                    raise yaml.constructor.ConstructorError(
-                        None, None, f"key {key_node.value!r} is set twice", key_node.start_mark
-                    )
+                    said = f"key {key_node.value!r} is set twice"
+                    if self.duplicates is None:
+                        raise yaml.constructor.ConstructorError(None, None, said, key_node.start_mark)
+                    line = key_node.start_mark.line + 1
+                    self.duplicates.append(f"line {line}: {said}; the last value is used, as kubectl does")
                 seen.add(key)
         return super().construct_mapping(node, deep=deep)
 
@@ -126,14 +131,17 @@ class Refused:
     problem: str
 
 
-def yaml_documents(data: bytes) -> tuple[list[object], str | None]:
+def yaml_documents(data: bytes, *, duplicates: list[str] | None = None) -> tuple[list[object], str | None]:
     """Every document (a `Refused` for one that could not be built) up to the first syntax
-    error, and that error; a syntax error leaves the parser nowhere to resume."""
+    error, and that error; a syntax error leaves the parser nowhere to resume. A key set twice
+    refuses its document, unless `duplicates` is given: the last value then wins and each is
+    described there (kubectl's own loader keeps the last)."""
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         return [], f"not UTF-8 text: {error}"
     loader = SafeLoader(text)
+    loader.duplicates = duplicates
     documents: list[object] = []
     try:
         while loader.check_node():

@@ -61,6 +61,8 @@ class Snapshot:
     """Earlier versions of objects given more than once (a series), oldest first: the model
     sees each object's versions in turn before its last (ConflictingWriters reads the series)."""
     errors: list[LoadError] = field(default_factory=list)
+    warnings: list[LoadError] = field(default_factory=list)
+    """What loaded, but not quite as written (a YAML key set twice: the last value wins)."""
     files: int = 0
 
 
@@ -84,7 +86,8 @@ def load_snapshot(
             snapshot.files += 1
             try:
                 content = _read_file(path, in_directory) if path else _read_stdin(stdin)
-                for where, found in _objects(content):
+                duplicates: list[str] = []
+                for where, found in _objects(content, duplicates):
                     identity = _identity(found) if isinstance(found, dict) else None
                     if identity and not keep_namespace(identity[2]):
                         skipped += 1
@@ -99,6 +102,8 @@ def load_snapshot(
                         by_identity[identity] = versions
             except InputError as error:
                 snapshot.errors.append(LoadError(source, str(error)))
+            else:
+                snapshot.warnings += (LoadError(source, said) for said in duplicates)
     for versions in by_identity.values():
         series = _series(versions)
         snapshot.objects.append(series[-1])
@@ -201,11 +206,15 @@ Found = tuple[str, dict[str, Any] | str]
 The model's MalformedObject messages name the object itself (Kind namespace/name)."""
 
 
-def _objects(content: tuple[bytes, bool]) -> Iterator[Found]:
+def _objects(content: tuple[bytes, bool], duplicates: list[str]) -> Iterator[Found]:
     """Every object in a file. A bad document or list item is reported and the rest still loads;
-    a syntax error ends the file after the documents before it, an alias bomb ends it at once."""
+    a syntax error ends the file after the documents before it, an alias bomb ends it at once.
+    A YAML key set twice keeps its last value, described in `duplicates`."""
     data, is_json = content
-    documents, syntax_error = _json_documents(data) if is_json else yaml_documents(data)
+    if is_json:
+        documents, syntax_error = _json_documents(data)
+    else:
+        documents, syntax_error = yaml_documents(data, duplicates=duplicates)
     if not syntax_error and all(document is None for document in documents):
         raise InputError("is empty: no objects in it")
     budget = [len(data) + 16]
