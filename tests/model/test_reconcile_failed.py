@@ -86,12 +86,16 @@ def failing(
     source: str = "fleet",
     **kwargs: object,
 ) -> Obj:
-    return kustomization(
+    retry_interval = kwargs.pop("retry_interval", None)
+    obj = kustomization(
         name,
         source=source,
         conditions=[cond("Ready", status, reason, message, ago=ago)],
         **kwargs,  # type: ignore[arg-type]
     )
+    if retry_interval is not None:
+        obj["spec"]["retryInterval"] = retry_interval
+    return obj
 
 
 def image_automation(*, ago: timedelta) -> Obj:
@@ -217,6 +221,19 @@ CASES = [
         [git_repository("fleet"), failing(ago=150 * MIN, interval="1h", reason="BuildFailed", message="x")],
         {f"ReconcileFailed/{KS}/apps"},
         id="past-2x-a-1h-interval",
+    ),
+    pytest.param(
+        [clone_failing(ago=HOUR, attempt=MIN, interval="24h")],
+        {f"ReconcileFailed/{GIT}/fleet"},
+        id="a-source-with-a-24h-interval-retries-on-backoff-so-an-hour-of-failure-is-reported",
+    ),
+    pytest.param(
+        [
+            git_repository("fleet"),
+            failing(ago=15 * MIN, interval="1h", reason="BuildFailed", message="x", retry_interval="2m"),
+        ],
+        {f"ReconcileFailed/{KS}/apps"},
+        id="retry-interval-not-interval-sets-the-threshold",
     ),
     pytest.param(
         [git_repository("fleet"), image_automation(ago=HOUR)],

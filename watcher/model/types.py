@@ -215,7 +215,8 @@ class Thresholds:
     reconcile_failed: timedelta = timedelta(minutes=10)
     """How long Ready=False (or Unknown, with nothing reconciling) may last; a retry can fix it."""
     reconcile_failed_interval_factor: float = 2.0
-    """...or this many of the object's spec.interval, when that is longer: each interval is a retry."""
+    """...or this many of the object's retry period, when that is longer (spec.retryInterval, else
+    an applier's spec.interval; a source retries on backoff, so the floor alone)."""
     generation_not_observed: timedelta = timedelta(minutes=5)
     reconcile_request_ignored: timedelta = timedelta(minutes=5)
     revision_skew: timedelta = timedelta(minutes=10)

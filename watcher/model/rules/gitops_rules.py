@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from watcher.model.ingest.flux import REQUESTED_AT, RETRYING, dependencies
+from watcher.model.ingest.kinds import SOURCE_GROUP
 from watcher.model.ingest.objects import (
     Condition,
     annotations_of,
@@ -217,12 +218,27 @@ def dependency_blocked(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
     return ctx.finding(FindingType.DEPENDENCY_BLOCKED, subject_of(obj), message, since, evidence)
 
 
-def _interval_limit(obj: Mapping[str, Any], floor: timedelta, factor: float) -> tuple[timedelta, bool]:
-    """max(floor, factor x spec.interval), and whether the interval set it."""
-    interval = parse_duration(text(obj, "spec", "interval"))
+def _interval_limit(
+    obj: Mapping[str, Any], floor: timedelta, factor: float, *, field: str = "interval"
+) -> tuple[timedelta, bool]:
+    """max(floor, factor x spec.<field>), and whether that field set it."""
+    interval = parse_duration(text(obj, "spec", field))
     if interval is not None and interval * factor > floor:
         return interval * factor, True
     return floor, False
+
+
+def _retry_limit(obj: Mapping[str, Any], floor: timedelta, factor: float) -> timedelta:
+    """How long a failure may last before it is ReconcileFailed: `factor` retries. A failing Flux
+    object is retried on spec.retryInterval when set; source-controller retries a failure with
+    exponential backoff (capped at 15 minutes by default), whatever its interval; the appliers
+    (kustomize-, helm-, tofu-controller) at their interval. Six hours of Ready=False on a source
+    with `interval: 24h` are six hours of failed attempts."""
+    if text(obj, "spec", "retryInterval"):
+        return _interval_limit(obj, floor, factor, field="retryInterval")[0]
+    if group_of(obj["apiVersion"]) == SOURCE_GROUP:
+        return floor
+    return _interval_limit(obj, floor, factor)[0]
 
 
 def failed_conditions(obj: Mapping[str, Any]) -> list[Condition]:
@@ -264,7 +280,7 @@ def reconcile_failed(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
     if ready["status"] == "False" and _waits_on(obj, ready) is not None:
         return None
     thresholds = ctx.config.thresholds
-    limit, _ = _interval_limit(obj, thresholds.reconcile_failed, thresholds.reconcile_failed_interval_factor)
+    limit = _retry_limit(obj, thresholds.reconcile_failed, thresholds.reconcile_failed_interval_factor)
     said_at = transition(ready)
     since = min((t for t in (said_at, failed[1] if failed else None) if t is not None), default=None)
     if not ctx.due(since, limit):
