@@ -436,3 +436,47 @@ def workload_world() -> list[Obj]:
         finished("migrate"),
         finished("migrate", phase="Succeeded", exit_code=0, reason="Completed"),
     ]
+
+
+def lagging_web(*, written: timedelta | None) -> Obj:
+    """Deployment apps/web at generation 3, its controller at 2; created a day ago, its last spec
+    write `written` ago (managedFields), or undated (kubectl get omits managedFields)."""
+    web = deployment("web", "apps", generation=3, observed_generation=2)
+    if written is not None:
+        web["metadata"]["managedFields"] = [
+            {"manager": "kubectl", "operation": "Update", "time": ts(written), "fieldsV1": {}}
+        ]
+    return web
+
+
+@pytest.mark.parametrize(
+    ("written", "expected"),
+    [
+        pytest.param(20 * MIN, True, id="a-lag-dated-by-its-spec-write-is-reported-past-the-threshold"),
+        pytest.param(MIN, False, id="a-lag-dated-a-minute-ago-is-a-rollout-starting"),
+        pytest.param(None, False, id="an-undated-lag-is-not-behind-since-its-creation"),
+    ],
+)
+def test_a_workload_generation_lag_is_dated_only_by_its_spec_write(
+    written: timedelta | None, expected: bool
+) -> None:
+    found = by_id(run(flux(), lagging_web(written=written)))
+    lag = found.get("WorkloadUnhealthy/Deployment/apps/web")
+    assert (lag is not None) is expected
+    if lag is not None:
+        assert lag.evidence["reason"] == "GenerationNotObserved"
+        assert lag.since == NOW - 20 * MIN
+
+
+def test_progress_deadline_exceeded_is_the_controllers_own_verdict_even_without_a_time() -> None:
+    stalled = deployment("web", "apps", available=0)
+    stalled["status"]["conditions"] = [
+        {
+            "type": "Progressing",
+            "status": "False",
+            "reason": "ProgressDeadlineExceeded",
+            "message": 'ReplicaSet "web-7d9f" has timed out progressing.',
+        }
+    ]
+    found = by_id(run(flux(), stalled))
+    assert found["WorkloadUnhealthy/Deployment/apps/web"].evidence["detail"] == "ProgressDeadlineExceeded"

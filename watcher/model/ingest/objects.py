@@ -185,10 +185,14 @@ def newest_transition(obj: Mapping[str, Any]) -> datetime | None:
 
 
 def spec_written_at(obj: Mapping[str, Any]) -> datetime | None:
-    """The last write to anything but status, from managedFields (creation when absent).
+    """The last write to anything but status, from managedFields; creation when there are none
+    and the object is still at its first generation. None when nothing dates it.
 
     A spec edit or an annotation (e.g. reconcile.fluxcd.io/requestedAt) happened no later
-    than this, so it bounds how long a controller has had to notice the change.
+    than this, so it bounds how long a controller has had to notice the change. Past the first
+    generation creationTimestamp dates nothing: an object created in 2020 whose controller is
+    one generation behind now is not behind "since 2020" (kubectl get omits managedFields, so
+    snapshots often carry none; the live watcher always has them).
     """
     times = [
         parse_time(entry.get("time"))
@@ -197,7 +201,8 @@ def spec_written_at(obj: Mapping[str, Any]) -> datetime | None:
     ]
     known = [t for t in times if t is not None]
     created = time_at(obj, "metadata", "creationTimestamp")
-    if created is not None:
+    generation = integer(obj, "metadata", "generation")
+    if created is not None and (generation is None or generation <= 1):
         known.append(created)
     return max(known, default=None)
 

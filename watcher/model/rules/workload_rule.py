@@ -42,10 +42,11 @@ def advice(state: WorkloadState) -> str:
 
 
 def _lasted(state: WorkloadState, ctx: Ctx) -> bool:
-    """Has the failure lasted the threshold? A failed Pod is final at once; a back-off
+    """Has the failure lasted the threshold? A failed Pod is final at once, and a Deployment's
+    ProgressDeadlineExceeded is its controller's own timeout, dated or not; a back-off
     (repeated failure already) with no time to age it counts as lasted too."""
-    if state.failing is HealthReason.FAILED:
-        return True
+    if state.failing in (HealthReason.FAILED, HealthReason.PROGRESS_DEADLINE_EXCEEDED):
+        return True  # final, or already the controller's own timeout: nothing to age
     if state.since is None:
         return state.detail in BACK_OFF
     return ctx.due(state.since, ctx.config.thresholds.workload_unhealthy)
