@@ -50,6 +50,8 @@ def retried(kind: str, name: str) -> Expect:
     return roots(f"{RF}/{kind}/{name}")
 
 
+OF = "ObjectFailing"
+
 CASE_TABLE = [
     # Healthy, and states that are only in progress
     pytest.param(
@@ -268,6 +270,66 @@ CASE_TABLE = [
             symptoms={f"{WU}/Pod/apps/worker-0a1b2c3d4-z8y7x": f"{WU}/Deployment/apps/worker"},
         ),
         id="pod-unschedulable",
+    ),
+    # Every other kind a stack applies: judged from its own status (ObjectFailing)
+    pytest.param(
+        "certificate-expired-renewal-failing",
+        roots(f"{OF}/Certificate/apps/web-tls"),
+        id="certificate-expired-renewal-failing",
+    ),
+    pytest.param(
+        "certificate-config-error", roots(f"{OF}/Certificate/apps/api-tls"), id="certificate-config-error"
+    ),
+    pytest.param("certificate-issued", HEALTHY, id="certificate-issued"),
+    pytest.param("certificate-issuing-for-the-first-time", HEALTHY, id="certificate-issuing-for-two-minutes"),
+    pytest.param(
+        "externalsecret-cannot-sync",
+        roots(f"{OF}/ExternalSecret/apps/db-credentials"),
+        id="externalsecret-cannot-sync",
+    ),
+    pytest.param("externalsecret-synced", HEALTHY, id="externalsecret-synced"),
+    pytest.param(
+        "secretstore-validation-failed",
+        roots(f"{OF}/SecretStore/apps/vault"),
+        id="secretstore-cannot-authenticate",
+    ),
+    pytest.param(
+        "job-backoff-limit-exceeded", roots(f"{OF}/Job/apps/db-migrate"), id="job-backoff-limit-exceeded"
+    ),
+    pytest.param("job-deadline-exceeded", roots(f"{OF}/Job/apps/nightly-report"), id="job-deadline-exceeded"),
+    pytest.param("job-running", HEALTHY, id="job-running"),
+    pytest.param(
+        "crd-names-not-accepted",
+        roots(f"{OF}/CustomResourceDefinition/widgets.acme.example"),
+        id="crd-names-not-accepted",
+    ),
+    pytest.param(
+        "crd-non-structural-schema",
+        roots(f"{OF}/CustomResourceDefinition/gadgets.acme.example"),
+        id="crd-non-structural-schema",
+    ),
+    pytest.param("crd-established", HEALTHY, id="crd-established"),
+    pytest.param(
+        "replicaset-pods-refused-by-quota",
+        roots(f"{OF}/ReplicaSet/apps/batch-7f9c"),
+        id="replicaset-pods-refused-by-quota",
+    ),
+    pytest.param("replicaset-scaled-down", HEALTHY, id="replicaset-scaled-down"),
+    pytest.param(
+        "kapp-app-reconcile-failed", roots(f"{OF}/App/apps/platform"), id="kapp-app-reconcile-failed"
+    ),
+    pytest.param(
+        "pvc-volume-lost", roots(f"{OF}/PersistentVolumeClaim/apps/data-db-0"), id="pvc-volume-lost"
+    ),
+    pytest.param("pvc-bound", HEALTHY, id="pvc-bound"),
+    pytest.param("pvc-pending-for-its-first-consumer", HEALTHY, id="pvc-pending-for-its-first-consumer"),
+    pytest.param(
+        "deployment-progress-deadline-exceeded-without-a-time",
+        roots(f"{WU}/Deployment/apps/web"),
+        id="deployment-progress-deadline-exceeded-without-a-time",
+    ),
+    pytest.param(
+        "deployment-one-generation-behind-undated", HEALTHY, id="deployment-one-generation-behind-undated"
     ),
 ]
 
