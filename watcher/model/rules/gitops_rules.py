@@ -309,11 +309,17 @@ def reconcile_failed(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
     return ctx.finding(FindingType.RECONCILE_FAILED, subject, message, since, evidence)
 
 
+def kubectl_describe(subject: Subject) -> str:
+    """`kubectl describe <kind> <name> [-n <namespace>]`, quoted as code, as messages name it."""
+    namespace = subject["namespace"]
+    scope = f" -n {namespace}" if namespace else ""
+    return f"`kubectl describe {subject['kind'].lower()} {subject['name']}{scope}`"
+
+
 def _advice(subject: Subject) -> str:
     """Where the controller's reason shows in full: `flux logs` for Flux kinds, `kubectl describe`."""
     namespace = subject["namespace"]
-    described = f"`kubectl describe {subject['kind'].lower()} {subject['name']}"
-    described += f" -n {namespace}`" if namespace else "`"
+    described = kubectl_describe(subject)
     if not group_of(subject["apiVersion"]).endswith(".toolkit.fluxcd.io"):
         return f"{described} and its controller's logs"
     scope = f" --namespace={namespace}" if namespace else ""

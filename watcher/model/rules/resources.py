@@ -37,7 +37,7 @@ from watcher.model.ingest.objects import (
     transition,
 )
 from watcher.model.rules.context import Ctx
-from watcher.model.rules.gitops_rules import failed_conditions
+from watcher.model.rules.gitops_rules import failed_conditions, kubectl_describe
 from watcher.model.rules.kstatus import compute_status, reads_kind
 from watcher.model.types import Finding, FindingType, Status, rfc3339
 
@@ -106,11 +106,8 @@ def _names_a_failure(cond: Condition) -> bool:
 
 def _finding(obj: Mapping[str, Any], ctx: Ctx, says: str, since: datetime | None, status: Status) -> Finding:
     subject = subject_of(obj)
-    namespace = subject["namespace"]
-    described = f"`kubectl describe {subject['kind'].lower()} {subject['name']}"
-    described += f" -n {namespace}`" if namespace else "`"
     message = sentence(f"{describe(subject)} {says}") + _also(obj, says)
-    message += f" Its controller reports it: see {described} and that controller's logs."
+    message += f" Its controller reports it: see {kubectl_describe(subject)} and that controller's logs."
     evidence = {
         "kstatus": str(status),
         "conditions": {c["type"]: c["status"] for c in conditions(obj)},
