@@ -351,3 +351,16 @@ def test_the_live_decoder_packs_a_replicaset_only_when_it_fails_nothing(
     model.upsert(decoded.object, now=NOW)
     found = [f.id for f in model.evaluate(NOW).findings]
     assert found == ([] if packed else ["ObjectFailing/ReplicaSet/apps/batch-7f9c"])
+
+
+def test_pods_refused_by_a_policy_are_policy_denied_naming_it_not_object_failing() -> None:
+    denied = (
+        'pods "web-7d9f-x2k8p" is forbidden: admission webhook "validation.gatekeeper.sh" denied the '
+        "request: [psp-privileged-container] Privileged container is not allowed: web"
+    )
+    found = by_id(run(flux(), replica_set(cond("ReplicaFailure", "True", "FailedCreate", denied, ago=HOUR))))
+
+    assert list(found) == ["PolicyDenied/ReplicaSet/apps/batch-7f9c"]
+    denial = found["PolicyDenied/ReplicaSet/apps/batch-7f9c"]
+    assert denial.evidence["policies"] == ["psp-privileged-container"]
+    assert denial.since == NOW - HOUR

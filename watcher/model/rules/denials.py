@@ -71,7 +71,7 @@ def denied_event(event: Mapping[str, Any], admission: Admission, ctx: Ctx) -> Fi
     )
     how = f"{count} times from {rfc3339(first)} to {rfc3339(last)}"
     who = f"{controller} retried" if controller else "Retried"
-    return _finding(
+    return denial_finding(
         ctx,
         subject,
         admission,
@@ -108,7 +108,7 @@ def denied_condition(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
         (c.name for c in ctx.config.controllers if group in c.groups and (not c.kinds or kind in c.kinds)), ""
     )
     how = f"{controller or 'Its controller'} retries it" + (f" every {spelled}" if spelled else "")
-    return _finding(
+    return denial_finding(
         ctx,
         subject_of(obj),
         admission,
@@ -118,7 +118,7 @@ def denied_condition(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
     )
 
 
-def _finding(
+def denial_finding(
     ctx: Ctx,
     subject: Subject,
     admission: Admission,

@@ -13,7 +13,9 @@ the table of kinds, then Ready), plus the failures kinds.FAILURE_CONDITIONS decl
   Ready=False: a finding once it has lasted `object_failing` (a retry may fix it), dated from
   the earliest of them.
 
-Correlation names the Kustomization or HelmRelease that applied it (correlate/appliers.py).
+A failure whose message is an admission policy's denial (a ReplicaSet's FailedCreate) is PolicyDenied
+instead, which names the policy. Correlation names the Kustomization or HelmRelease that applied
+it (correlate/appliers.py).
 """
 
 from __future__ import annotations
@@ -37,8 +39,10 @@ from watcher.model.ingest.objects import (
     transition,
 )
 from watcher.model.rules.context import Ctx
+from watcher.model.rules.denials import denial_finding
 from watcher.model.rules.gitops_rules import failed_conditions, kubectl_describe
 from watcher.model.rules.kstatus import compute_status, reads_kind
+from watcher.model.rules.policy import read_denial
 from watcher.model.types import Finding, FindingType, Status, rfc3339
 
 
@@ -57,6 +61,14 @@ def object_failing(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
         return None
     first = next((c for c in failing if transition(c) == since), failing[0])
     when = f"since {rfc3339(since)}" if since is not None else "since a time it does not say"
+    admission = read_denial(first.get("message", ""))
+    if admission is not None:  # a ReplicaSet's Pods refused by a policy: PolicyDenied names it
+        how = (
+            f"Its controller retries it; {first['type']}={first['status']} {when} ({first.get('reason', '')})"
+        )
+        return denial_finding(
+            ctx, subject_of(obj), admission, since=since, how=how, evidence={"controller": ""}
+        )
     return _finding(obj, ctx, f"says {said(first, first['type'])} {when}", since, status.status)
 
 
