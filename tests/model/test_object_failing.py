@@ -242,6 +242,15 @@ CASES = [
     ),
     pytest.param([obj("v1", "PersistentVolumeClaim", "data", phase="Bound")], False, id="pvc-bound"),
     pytest.param(
+        [obj("flagger.app/v1beta1", "Canary", "web", phase="Failed")], True, id="canary-whose-analysis-failed"
+    ),
+    pytest.param(
+        [obj("argoproj.io/v1alpha1", "Rollout", "web", phase="Degraded")], True, id="rollout-degraded"
+    ),
+    pytest.param(
+        [obj("flagger.app/v1beta1", "Canary", "web", phase="Progressing")], False, id="canary-progressing"
+    ),
+    pytest.param(
         [obj("example.com/v1", "Widget", "plain")],
         False,
         id="custom-resource-without-conditions-is-not-failing",

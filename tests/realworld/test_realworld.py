@@ -322,6 +322,8 @@ CASE_TABLE = [
         "pvc-volume-lost", roots(f"{OF}/PersistentVolumeClaim/apps/data-db-0"), id="pvc-volume-lost"
     ),
     pytest.param("pvc-bound", HEALTHY, id="pvc-bound"),
+    pytest.param("canary-analysis-failed", roots(f"{OF}/Canary/apps/web"), id="canary-analysis-failed"),
+    pytest.param("canary-progressing", HEALTHY, id="canary-progressing"),
     pytest.param("pvc-pending-for-its-first-consumer", HEALTHY, id="pvc-pending-for-its-first-consumer"),
     pytest.param(
         "deployment-progress-deadline-exceeded-without-a-time",

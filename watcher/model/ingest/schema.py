@@ -79,6 +79,7 @@ CUSTOM = Kind(
             {
                 "conditions": CONDITIONS,
                 "observedGeneration": GENERATION,
+                "phase": TOKEN,
                 "lastAppliedRevision": S,
                 "lastAttemptedRevision": S,
                 "lastHandledReconcileAt": S,

@@ -74,10 +74,10 @@ def object_failing(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
 
 def judgeable(obj: Mapping[str, Any]) -> bool:
     """Whether object_failing can read anything of it: a kind kstatus reads, a kind with no state
-    by design (kinds.WITHOUT_STATUS), or a status with conditions or an observedGeneration. A
+    by design (kinds.WITHOUT_STATUS), or a status with conditions, a phase or an observedGeneration. A
     custom resource that reports nothing is not judged, and is counted so, never "healthy"."""
     key = (group_of(obj["apiVersion"]), obj["kind"])
-    if reads_kind(*key) or key in WITHOUT_STATUS or conditions(obj):
+    if reads_kind(*key) or key in WITHOUT_STATUS or conditions(obj) or text(obj, "status", "phase"):
         return True
     return dig(obj, "status", "observedGeneration") is not None
 
@@ -89,9 +89,16 @@ def _failing(obj: Mapping[str, Any]) -> list[Condition]:
     ready = condition(obj, "Ready")
     if ready is not None and ready["status"] == "False":
         found.append(ready)
-    if obj["kind"] == "PersistentVolumeClaim" and text(obj, "status", "phase") == "Lost":
-        found.append({"type": "Phase", "status": "Lost", "reason": "VolumeLost"})
+    phase = text(obj, "status", "phase")
+    if phase in FAILED_PHASES or (obj["kind"] == "PersistentVolumeClaim" and phase == "Lost"):
+        found.append({"type": "Phase", "status": phase})
     return found
+
+
+FAILED_PHASES = frozenset({"Failed", "Error", "Degraded"})
+"""A custom resource's status.phase that says it failed, where an operator keeps a phase rather
+than conditions: Flagger's Canary `Failed` (analysis failed, rolled back), Argo Rollouts'
+`Degraded`, operators' `Error`. A phase carries no time: such a failure is reported at once."""
 
 
 def _deciding(obj: Mapping[str, Any], reason: str) -> Condition | None:
