@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 import pytest
 
-from tests.model.builders import MIN, NOW, Obj, by_id, cond, flux, git_repository, kustomization, run
+from tests.model.builders import MIN, NOW, Obj, by_id, cond, flux, git_repository, kustomization, run, ts
 from watcher.model.engine import HealthModel
 from watcher.model.ingest.fastpath import fast_path
 from watcher.model.ingest.packed import Packed
@@ -373,3 +373,39 @@ def test_pods_refused_by_a_policy_are_policy_denied_naming_it_not_object_failing
     denial = found["PolicyDenied/ReplicaSet/apps/batch-7f9c"]
     assert denial.evidence["policies"] == ["psp-privileged-container"]
     assert denial.since == NOW - HOUR
+
+
+def cron_job(**status: Any) -> Obj:
+    found = obj("batch/v1", "CronJob", "nightly", **status)
+    found["spec"] = {"schedule": "0 * * * *"}
+    return found
+
+
+@pytest.mark.parametrize(
+    ("status", "failing"),
+    [
+        pytest.param(
+            {"lastScheduleTime": ts(HOUR), "lastSuccessfulTime": ts(48 * HOUR)},
+            True,
+            id="cronjob-without-a-success-since-its-last-runs",
+        ),
+        pytest.param(
+            {"lastScheduleTime": ts(HOUR), "lastSuccessfulTime": ts(HOUR - MIN)},
+            False,
+            id="cronjob-whose-last-run-succeeded",
+        ),
+        pytest.param(
+            {
+                "lastScheduleTime": ts(HOUR),
+                "lastSuccessfulTime": ts(48 * HOUR),
+                "active": [{"apiVersion": "batch/v1", "kind": "Job", "name": "nightly-1"}],
+            },
+            False,
+            id="cronjob-whose-last-run-is-still-running",
+        ),
+        pytest.param({}, False, id="cronjob-never-scheduled-yet"),
+    ],
+)
+def test_a_cronjob_fails_when_its_last_scheduled_run_did_not_succeed(status: Obj, failing: bool) -> None:
+    found = [f for f in run(flux(), cron_job(**status)).findings if f.type is FindingType.OBJECT_FAILING]
+    assert bool(found) is failing

@@ -126,7 +126,7 @@ def test_an_object_with_every_declared_field_keeps_each_and_takes_the_fast_path(
 
 def test_the_custom_resource_schema_is_the_one_for_any_kind_not_built_in() -> None:
     assert kind_schema("example.com", "Widget") is CUSTOM
-    assert kind_schema("batch", "CronJob") is CUSTOM
+    assert kind_schema("policy", "PodDisruptionBudget") is CUSTOM
     assert kind_schema("apps", "Deployment") is KINDS[("extensions", "Deployment")]
 
 

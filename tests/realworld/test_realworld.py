@@ -299,6 +299,16 @@ CASE_TABLE = [
     pytest.param("job-deadline-exceeded", roots(f"{OF}/Job/apps/nightly-report"), id="job-deadline-exceeded"),
     pytest.param("job-running", HEALTHY, id="job-running"),
     pytest.param(
+        "cronjob-last-runs-failed",
+        roots(
+            f"{OF}/CronJob/apps/nightly-report",
+            symptoms={f"{OF}/Job/apps/nightly-report-29409780": f"{OF}/CronJob/apps/nightly-report"},
+        ),
+        id="cronjob-last-runs-failed",
+    ),
+    pytest.param("cronjob-last-run-succeeded", HEALTHY, id="cronjob-last-run-succeeded"),
+    pytest.param("cronjob-running", HEALTHY, id="cronjob-running"),
+    pytest.param(
         "crd-names-not-accepted",
         roots(f"{OF}/CustomResourceDefinition/widgets.acme.example"),
         id="crd-names-not-accepted",

@@ -1,4 +1,5 @@
-"""ObjectFailing, told who applied it: the Kustomization or HelmRelease that installed the object.
+"""ObjectFailing, told who applied it: the Kustomization or HelmRelease that installed the object;
+or, for an object its owner made (a CronJob's Job), under the owner's own ObjectFailing.
 
 The failing object stays the root (it is where the fix goes); what applied it is in its blast
 radius, and the message says whether that applier can see the failure at all: a Kustomization
@@ -11,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from watcher.model.ingest.objects import Key, condition, describe, dig, subject_of
+from watcher.model.ingest.objects import Key, condition, describe, dig, group_of, subject_of
 from watcher.model.store.graph import release_of
 from watcher.model.store.working import Pass
 from watcher.model.types import FindingType
@@ -20,6 +21,10 @@ from watcher.model.types import FindingType
 def link_appliers(run: Pass) -> None:
     for finding in [f for f in run.found.values() if f.type is FindingType.OBJECT_FAILING]:
         obj = run.store.get(run.keys[finding.id])
+        owner = _failing_owner(run, obj) if obj is not None else None
+        if owner is not None:  # a CronJob's failed Job: the CronJob is the root, and its stack's
+            run.links[finding.id] = owner
+            continue
         applier = release_of(run.store, obj) if obj is not None else None
         installer = run.store.get(applier) if applier is not None else None
         if applier is None or installer is None:
@@ -46,3 +51,15 @@ def _blind_spot(applier: Key, obj: Mapping[str, Any]) -> str:
             "`spec.healthChecks` would make it)."
         )
     return f"{what}: its health checks do not look at this kind."
+
+
+def _failing_owner(run: Pass, obj: Mapping[str, Any]) -> str | None:
+    """The primary ObjectFailing of the object's controller owner (ownerReferences), if it has one."""
+    namespace = obj["metadata"].get("namespace", "")
+    for ref in obj["metadata"].get("ownerReferences") or ():
+        if ref.get("controller") and ref.get("kind") and ref.get("name"):
+            owner = Key(group_of(ref.get("apiVersion", "")), ref["kind"], namespace, ref["name"])
+            primary = run.primary(owner) if run.store.get(owner) is not None else None
+            if primary is not None and run.found[primary].type is FindingType.OBJECT_FAILING:
+                return primary
+    return None

@@ -288,6 +288,17 @@ KINDS: dict[tuple[str, str], Kind] = {
         {"parallelism": I, "completions": I, "suspend": Bool()},
         Obj({**_GENERIC_STATUS.fields, "succeeded": I, "active": I, "failed": I, "startTime": Time()}),
     ),
+    ("batch", "CronJob"): _built_in(
+        {"suspend": Bool(), "schedule": S},
+        Obj(
+            {
+                **_GENERIC_STATUS.fields,
+                "lastScheduleTime": Time(),
+                "lastSuccessfulTime": Time(),
+                "active": List(REF, limit=64, truncate=True),
+            }
+        ),
+    ),
     ("", "Service"): _built_in({"type": TOKEN, "clusterIP": S}),
     ("", "PersistentVolumeClaim"): _built_in(status=Obj({**_GENERIC_STATUS.fields, "phase": TOKEN})),
     ("", "Secret"): _built_in(),
@@ -299,7 +310,8 @@ KINDS: dict[tuple[str, str], Kind] = {
 treated as a custom resource (CUSTOM, the GitOps fields). Each
 keeps every field kstatus reads on it (its generic checks and its rule in core.go's table, the
 extensions/ twins of the workloads included); kinds kstatus has a rule for but no row here
-(CronJob, PodDisruptionBudget) read only the generic fields, which the GitOps fields hold."""
+(PodDisruptionBudget) read only the generic fields, which the GitOps fields hold. A CronJob keeps
+the times of its last schedule and last success (ObjectFailing reads them)."""
 
 
 def kind_schema(group: str, kind: str) -> Kind:

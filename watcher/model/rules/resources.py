@@ -36,6 +36,7 @@ from watcher.model.ingest.objects import (
     sentence,
     subject_of,
     text,
+    time_at,
     transition,
 )
 from watcher.model.rules.context import Ctx
@@ -83,7 +84,7 @@ def judgeable(obj: Mapping[str, Any]) -> bool:
 
 
 def _failing(obj: Mapping[str, Any]) -> list[Condition]:
-    found = [*failed_conditions(obj)]
+    found = [*failed_conditions(obj), *_cron_job(obj)]
     kinds = FAILURE_CONDITIONS.get((group_of(obj["apiVersion"]), obj["kind"]), ())
     found += [c for c in conditions(obj) if c.get("type") in kinds and c.get("status") == "True"]
     ready = condition(obj, "Ready")
@@ -93,6 +94,28 @@ def _failing(obj: Mapping[str, Any]) -> list[Condition]:
     if phase in FAILED_PHASES or (obj["kind"] == "PersistentVolumeClaim" and phase == "Lost"):
         found.append({"type": "Phase", "status": phase})
     return found
+
+
+def _cron_job(obj: Mapping[str, Any]) -> list[Condition]:
+    """A CronJob whose last scheduled run did not succeed and nothing runs now: failing since its
+    last success (its creation when it never had one). It writes no condition of its own; the
+    failed Job it made, kept by failedJobsHistoryLimit, says why (correlation puts it under)."""
+    if obj["kind"] != "CronJob" or dig(obj, "spec", "suspend") is True or dig(obj, "status", "active"):
+        return []
+    scheduled = time_at(obj, "status", "lastScheduleTime")
+    succeeded = time_at(obj, "status", "lastSuccessfulTime")
+    if scheduled is None or (succeeded is not None and succeeded >= scheduled):
+        return []
+    since = succeeded or time_at(obj, "metadata", "creationTimestamp")
+    what = f"no run has succeeded since {rfc3339(succeeded)}" if succeeded else "no run has succeeded yet"
+    last_run: Condition = {  # read off status.lastScheduleTime/lastSuccessfulTime/active
+        "type": "LastScheduledRun",
+        "status": "NotSucceeded",
+        "message": f"{what}; the last was scheduled at {rfc3339(scheduled)} and none is running",
+    }
+    if since is not None:
+        last_run["lastTransitionTime"] = rfc3339(since) or ""
+    return [last_run]
 
 
 FAILED_PHASES = frozenset({"Failed", "Error", "Degraded"})
