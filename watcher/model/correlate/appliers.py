@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from watcher.model.ingest.objects import Key, condition, describe, dig, group_of, subject_of
+from watcher.model.ingest.objects import Key, condition, controller_owner, describe, dig, subject_of
 from watcher.model.store.graph import release_of
 from watcher.model.store.working import Pass
 from watcher.model.types import FindingType
@@ -55,11 +55,6 @@ def _blind_spot(applier: Key, obj: Mapping[str, Any]) -> str:
 
 def _failing_owner(run: Pass, obj: Mapping[str, Any]) -> str | None:
     """The primary ObjectFailing of the object's controller owner (ownerReferences), if it has one."""
-    namespace = obj["metadata"].get("namespace", "")
-    for ref in obj["metadata"].get("ownerReferences") or ():
-        if ref.get("controller") and ref.get("kind") and ref.get("name"):
-            owner = Key(group_of(ref.get("apiVersion", "")), ref["kind"], namespace, ref["name"])
-            primary = run.primary(owner) if run.store.get(owner) is not None else None
-            if primary is not None and run.found[primary].type is FindingType.OBJECT_FAILING:
-                return primary
-    return None
+    owner = controller_owner(obj)
+    primary = run.primary(owner) if owner is not None and run.store.get(owner) is not None else None
+    return primary if primary is not None and run.found[primary].type is FindingType.OBJECT_FAILING else None

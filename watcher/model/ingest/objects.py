@@ -57,6 +57,16 @@ def key_of(obj: Mapping[str, Any]) -> Key:
     return Key(group_of(obj["apiVersion"]), obj["kind"], meta.get("namespace", ""), meta["name"])
 
 
+def controller_owner(obj: Mapping[str, Any]) -> Key | None:
+    """The object's controlling owner (the ownerReference with controller: true and a name), in
+    the object's namespace, as a Key."""
+    namespace = obj["metadata"].get("namespace", "")
+    for ref in dig(obj, "metadata", "ownerReferences") or ():
+        if ref.get("controller", False) and ref.get("name"):
+            return Key(group_of(ref.get("apiVersion", "")), ref.get("kind", ""), namespace, ref["name"])
+    return None
+
+
 def subject_of(obj: Mapping[str, Any]) -> Subject:
     meta = obj["metadata"]
     return Subject(

@@ -20,8 +20,8 @@ from watcher.model.ingest.objects import (
     Key,
     Lookup,
     condition,
+    controller_owner,
     dig,
-    group_of,
     integer,
     is_deleting,
     key_of,
@@ -219,24 +219,20 @@ def owner_workload(pod: Mapping[str, Any], lookup: Lookup) -> Key | None:
 
     Without the ReplicaSet object, its name minus the pod-template-hash names the Deployment.
     """
-    namespace = pod["metadata"].get("namespace", "")
-    for ref in dig(pod, "metadata", "ownerReferences") or ():
-        if not ref.get("controller", False) or not ref.get("name"):
-            continue
-        kind, name = ref.get("kind", ""), ref["name"]
-        if kind != "ReplicaSet":
-            return Key(group_of(ref.get("apiVersion", "")), kind, namespace, name)
-        replicaset = lookup(Key("apps", "ReplicaSet", namespace, name))
-        if replicaset is not None:
-            for parent in dig(replicaset, "metadata", "ownerReferences") or ():
-                if parent.get("kind") == "Deployment" and parent.get("name"):
-                    return Key("apps", "Deployment", namespace, parent["name"])
-            return Key("apps", "ReplicaSet", namespace, name)
-        template_hash = labels_of(pod).get("pod-template-hash", "")
-        if template_hash and name.endswith(f"-{template_hash}"):
-            return Key("apps", "Deployment", namespace, name[: -len(template_hash) - 1])
+    owner = controller_owner(pod)
+    if owner is None or owner.kind != "ReplicaSet":
+        return owner
+    namespace, name = owner.namespace, owner.name
+    replicaset = lookup(Key("apps", "ReplicaSet", namespace, name))
+    if replicaset is not None:
+        for parent in dig(replicaset, "metadata", "ownerReferences") or ():
+            if parent.get("kind") == "Deployment" and parent.get("name"):
+                return Key("apps", "Deployment", namespace, parent["name"])
         return Key("apps", "ReplicaSet", namespace, name)
-    return None
+    template_hash = labels_of(pod).get("pod-template-hash", "")
+    if template_hash and name.endswith(f"-{template_hash}"):
+        return Key("apps", "Deployment", namespace, name[: -len(template_hash) - 1])
+    return Key("apps", "ReplicaSet", namespace, name)
 
 
 def desired_replicas(workload: Mapping[str, Any]) -> int:
