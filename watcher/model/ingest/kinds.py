@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from watcher.model.ingest.objects import Condition, conditions
+
 SOURCE_GROUP = "source.toolkit.fluxcd.io"
 KUSTOMIZE_GROUP = "kustomize.toolkit.fluxcd.io"
 HELM_GROUP = "helm.toolkit.fluxcd.io"
@@ -120,11 +122,12 @@ CRD whose schema is not structural (its objects are neither pruned nor validated
 The fast path packs a ReplicaSet unjudged only when none of these holds."""
 
 
-def failing_condition(key: tuple[str, str], obj: Mapping[str, Any]) -> bool:
-    """Whether one of the kind's FAILURE_CONDITIONS is True on this (projected) object."""
-    types = FAILURE_CONDITIONS.get(key, ())
-    found = (obj.get("status") or {}).get("conditions") if types else None
-    return any(c.get("type") in types and c.get("status") == "True" for c in found or ())
+def failure_conditions(key: tuple[str, str], obj: Mapping[str, Any]) -> list[Condition]:
+    """The kind's FAILURE_CONDITIONS that are True on this (projected) object."""
+    types = FAILURE_CONDITIONS.get(key)
+    if types is None:
+        return []
+    return [c for c in conditions(obj) if c.get("type") in types and c.get("status") == "True"]
 
 
 WITHOUT_STATUS: frozenset[tuple[str, str]] = frozenset(

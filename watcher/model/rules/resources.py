@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from watcher.model.ingest.kinds import FAILURE_CONDITIONS, WITHOUT_STATUS
+from watcher.model.ingest.kinds import WITHOUT_STATUS, failure_conditions
 from watcher.model.ingest.objects import (
     Condition,
     condition,
@@ -85,8 +85,7 @@ def judgeable(obj: Mapping[str, Any]) -> bool:
 
 def _failing(obj: Mapping[str, Any]) -> list[Condition]:
     found = [*failed_conditions(obj), *_cron_job(obj)]
-    kinds = FAILURE_CONDITIONS.get((group_of(obj["apiVersion"]), obj["kind"]), ())
-    found += [c for c in conditions(obj) if c.get("type") in kinds and c.get("status") == "True"]
+    found += failure_conditions((group_of(obj["apiVersion"]), obj["kind"]), obj)
     ready = condition(obj, "Ready")
     if ready is not None and ready["status"] == "False":
         found.append(ready)

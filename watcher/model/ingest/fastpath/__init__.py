@@ -28,7 +28,7 @@ from msgspec import UNSET, Struct
 from watcher.model.ingest.decoded import Decoded, Malformed, ObjectKey, Page, Unreadable, metadata_of
 from watcher.model.ingest.fastpath.shapes import Unsure, kind_shape
 from watcher.model.ingest.flux import kustomization_labelled, kustomized_by
-from watcher.model.ingest.kinds import failing_condition
+from watcher.model.ingest.kinds import failure_conditions
 from watcher.model.ingest.objects import Key
 from watcher.model.ingest.packed import Packed, pack
 from watcher.model.ingest.projection import project_or_problem
@@ -158,7 +158,7 @@ class FastPath:
         out = msgspec.to_builtins(obj)
         if self._renames:  # an events.k8s.io Event, under its core/v1 names
             out = {self._renames.get(name, name): value for name, value in out.items()}
-        if self._packs and kustomized_by(out) is None and not failing_condition(self._kind_key, out):
+        if self._packs and kustomized_by(out) is None and not failure_conditions(self._kind_key, out):
             return key, Packed(Key(self._group, self.kind, *key), pack(out))
         return key, out
 
