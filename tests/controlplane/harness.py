@@ -151,7 +151,7 @@ class ControlPlane:
         _wait("kube-apiserver", self.ready, timeout=90, proc=self.apiserver)
 
     def stop_apiserver(self) -> None:
-        _stop(self.apiserver)
+        stop_process(self.apiserver)
         self.apiserver = None
 
     def pause_apiserver(self) -> None:
@@ -189,7 +189,7 @@ class ControlPlane:
         if self.apiserver is not None and self.apiserver.poll() is None:
             self.apiserver.send_signal(signal.SIGCONT)  # a paused one cannot handle SIGTERM
         self.stop_apiserver()
-        _stop(self.etcd)
+        stop_process(self.etcd)
         self.etcd = None
         if not os.environ.get("STALEWATCH_KEEP_CONTROLPLANE"):
             shutil.rmtree(self.workdir, ignore_errors=True)
@@ -325,12 +325,13 @@ def _post_json(url: str, body: dict[str, object]) -> dict[str, Any]:
         return result
 
 
-def _stop(proc: subprocess.Popen[bytes] | None) -> None:
+def stop_process(proc: subprocess.Popen[bytes] | None, *, patience: float = 15) -> None:
+    """SIGTERM, then SIGKILL after `patience` seconds; nothing if it already ended."""
     if proc is None or proc.poll() is not None:
         return
     proc.terminate()
     try:
-        proc.wait(timeout=15)
+        proc.wait(timeout=patience)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()

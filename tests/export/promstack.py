@@ -34,6 +34,7 @@ import pytest
 import yaml
 from prometheus_client.registry import CollectorRegistry
 
+from tests.controlplane.harness import stop_process
 from watcher.export.metrics import render
 
 T = TypeVar("T")
@@ -197,12 +198,7 @@ def process_running(command: Sequence[str], ready_url: str, log: Path) -> Iterat
                 time.sleep(0.2)
             yield
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop_process(process, patience=10)
 
 
 @contextmanager

@@ -37,7 +37,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from tests.controlplane.harness import ControlPlane, free_port, http_ok
+from tests.controlplane.harness import ControlPlane, free_port, http_ok, stop_process
 from tests.lab import manifests
 from tests.lab.manifests import CONTROLLERS, FAULT_LABEL, FAULT_MESSAGE, NAMESPACE
 
@@ -410,12 +410,7 @@ def _alive(proc: subprocess.Popen[bytes], name: str) -> bool:
 
 
 def _terminate(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is not None:
-        return
-    proc.send_signal(signal.SIGCONT)
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    """stop_process, continuing a paused controller first so that SIGTERM reaches it."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGCONT)
+    stop_process(proc)
