@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from watcher.model.ingest.kinds import APPLIERS, JUDGED, Judge
+from watcher.model.ingest.kinds import APPLIERS, JUDGED, WITHOUT_STATUS, Judge
 from watcher.model.ingest.objects import (
     condition,
     describe,
@@ -131,6 +131,8 @@ def local_findings(
             return []
         rules = _APPLIER_RULES if obj["kind"] in APPLIERS else _OTHER_GITOPS_RULES
         return [found for rule in rules if (found := rule(obj, ctx)) is not None]
-    rule = RULES.get((group_of(obj["apiVersion"]), obj["kind"]), object_failing)
-    found = rule(obj, ctx)
+    key = (group_of(obj["apiVersion"]), obj["kind"])
+    if key in WITHOUT_STATUS:
+        return []  # nothing to fail by design (a Lease renewed every few seconds among them)
+    found = RULES.get(key, object_failing)(obj, ctx)
     return [found] if found is not None else []
