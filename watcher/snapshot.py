@@ -52,6 +52,11 @@ class LoadError:
         return f"{self.source}: {where}{self.message}"
 
 
+MAX_WARNINGS = 10
+"""Warnings named one by one per file; the rest are counted (a file of 20,000 keys set twice
+would otherwise write 20,000 lines to stderr)."""
+
+
 @dataclass(slots=True)
 class Snapshot:
     """The projected objects that loaded, and what did not."""
@@ -103,7 +108,11 @@ def load_snapshot(
             except InputError as error:
                 snapshot.errors.append(LoadError(source, str(error)))
             else:
-                snapshot.warnings += (LoadError(source, said) for said in duplicates)
+                snapshot.warnings += (LoadError(source, said) for said in duplicates[:MAX_WARNINGS])
+                if len(duplicates) > MAX_WARNINGS:
+                    more = len(duplicates) - MAX_WARNINGS
+                    said = f"and {more} more keys set twice; the last value of each is used"
+                    snapshot.warnings.append(LoadError(source, said))
     for versions in by_identity.values():
         series = _series(versions)
         snapshot.objects.append(series[-1])

@@ -45,3 +45,21 @@ def test_a_key_set_twice_keeps_its_last_value_and_is_named_in_a_warning(
     document = orjson.loads(out.out)
     assert [f["id"] for f in document["findings"]] == ["ObjectFailing/Job/apps/migrate"]
     assert document["summary"]["load_errors"] == 0
+
+
+def test_a_file_of_many_keys_set_twice_names_ten_and_counts_the_rest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    keys = "".join(f"  k: {n}\n" for n in range(5000))
+    snapshot = tmp_path / "many.yaml"
+    snapshot.write_text(f"apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n{keys}")
+
+    code = main(["analyze", "--now", NOW, str(snapshot)])
+
+    lines = capsys.readouterr().err.splitlines()
+    assert code == 0
+    assert len(lines) == 11
+    assert (
+        lines[-1]
+        == f"stalewatch: warning: {snapshot}: and 4989 more keys set twice; the last value of each is used"
+    )
