@@ -255,7 +255,7 @@ def test_json_output_is_exactly_the_finding_fields_a_summary_and_the_rejected(
     summary = report["summary"]
     assert set(summary) == {
         "now", "objects", "findings", "roots", "by_severity", "by_type", "load_errors", "rejected",
-        "unjudged",
+        "unjudged", "unread",
     }  # fmt: skip
     assert (summary["now"], summary["roots"], summary["load_errors"], summary["rejected"]) == (NOW, 1, 0, 0)
     assert summary["unjudged"] == {}

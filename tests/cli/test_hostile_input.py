@@ -472,7 +472,7 @@ def test_a_fifo_in_a_snapshot_directory_is_reported_not_opened(shared_dir: Path)
     code, out, err = stalewatch("analyze", "--now", NOW, str(shared_dir))
     assert code == 2
     assert err == f"stalewatch: {shared_dir}/a.yaml: is a FIFO, not a regular file; not read\n"
-    assert out.startswith("No findings in the 7 objects evaluated.\n")
+    assert out.startswith("No findings on 7 judged objects; 4 objects of 1 kind listed by Kustomizations")
 
 
 def test_a_device_in_a_snapshot_directory_is_reported_not_opened(

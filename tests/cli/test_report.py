@@ -164,6 +164,7 @@ def test_json_is_the_findings_as_to_dict_plus_a_fixed_shape_summary() -> None:
         "load_errors": 1,
         "rejected": 0,
         "unjudged": {},
+        "unread": {},
     }
     assert document["rejected"] == []
 

@@ -398,6 +398,10 @@ def hostile() -> Evaluation:
             (f"g-{HOSTILE}.io", f"Kind{HOSTILE}", 2),
             *((f"{each}.io", "Widget", 1) for each in EACH_ESCAPE),
         ),
+        unread=(
+            (f"g-{HOSTILE}.io", f"Listed{HOSTILE}", 3),
+            *((f"{each}.io", "Gadget", 1) for each in EACH_ESCAPE),
+        ),
     )
 
 

@@ -309,6 +309,20 @@ GROUPS: tuple[_Group, ...] = (
         ),
     ),
     _Group(
+        "unread",
+        lambda e: e.unread,
+        (
+            Gauge[tuple[str, str, int]](
+                "stalewatch_listed_objects_unread",
+                "Objects Kustomizations' inventories list, of kinds stalewatch does not read (not"
+                " watched, over watch_kinds_limit, 403 Forbidden, or not in the input), by kind: never"
+                " counted as healthy.",
+                ("group", "kind"),
+                of=lambda u: ((u[0], u[1]), float(u[2])),
+            ),
+        ),
+    ),
+    _Group(
         "evaluation",
         lambda e: (e,),
         (

@@ -41,10 +41,19 @@ def render_text(evaluation: Evaluation, *, objects: int, load_errors: int = 0, c
         roots, symptoms = by_root(evaluation.findings)
         for root in roots:
             lines += [*_root_block(root, symptoms[root.id], now=evaluation.now), ""]
-        lines.append(summary_line(roots, len(evaluation.findings), objects, unjudged=evaluation.unjudged))
-    elif objects:
+        found = len(evaluation.findings)
         lines.append(
-            no_findings(objects, evaluation.rejected, load_errors=load_errors, unjudged=evaluation.unjudged)
+            summary_line(roots, found, objects, unjudged=evaluation.unjudged, unread=evaluation.unread)
+        )
+    elif objects or evaluation.unread:
+        lines.append(
+            no_findings(
+                objects,
+                evaluation.rejected,
+                load_errors=load_errors,
+                unjudged=evaluation.unjudged,
+                unread=evaluation.unread,
+            )
         )
     else:
         lines.append("No objects were evaluated.")
@@ -77,12 +86,13 @@ def no_findings(
     *,
     load_errors: int = 0,
     unjudged: Sequence[tuple[str, str, int]] = (),
+    unread: Sequence[tuple[str, str, int]] = (),
 ) -> str:
     """Never "all healthy" while some object was not judged (in full, or at all: no rule could
-    read it), or some input not read."""
-    if unjudged:
+    read it, or its kind was not read), or some input not read."""
+    if unjudged or unread:
         judged = objects - sum(n for _, _, n in unjudged)
-        return f"No findings on {plural(judged, 'judged object')}{not_judged(unjudged)}."
+        return f"No findings on {plural(judged, 'judged object')}{not_judged(unjudged, unread)}."
     if rejected:
         not_in_full = rejected_objects(rejected)
         return f"No findings: {plural(objects, 'object')} evaluated, {not_in_full} not in full (see below)."
@@ -91,14 +101,24 @@ def no_findings(
     return f"No findings: {plural(objects, 'object')} evaluated, all healthy."
 
 
-def not_judged(unjudged: Sequence[tuple[str, str, int]]) -> str:
-    """`; 2 objects of 2 kinds not judged: Widget.example.com (1), ...`, or nothing."""
-    if not unjudged:
-        return ""
-    count = sum(n for _, _, n in unjudged)
-    kinds = ", ".join(f"{kind_label(group, kind)} ({n})" for group, kind, n in unjudged)
-    many = f"{plural(count, 'object')} of {plural(len(unjudged), 'kind')}"
-    return f"; {many} not judged (no status to read): {kinds}"
+def not_judged(unjudged: Sequence[tuple[str, str, int]], unread: Sequence[tuple[str, str, int]] = ()) -> str:
+    """`; 2 objects of 2 kinds not judged (no status to read): Widget.example.com (1), ...`, then
+    `; 3 objects of 1 kind listed by Kustomizations not read: Certificate.cert-manager.io (3)`,
+    or nothing."""
+    said = ""
+    if unjudged:
+        said += f"; {_kinds(unjudged)} not judged (no status to read): {_counts(unjudged)}"
+    if unread:
+        said += f"; {_kinds(unread)} listed by Kustomizations not read: {_counts(unread)}"
+    return said
+
+
+def _kinds(counts: Sequence[tuple[str, str, int]]) -> str:
+    return f"{plural(sum(n for _, _, n in counts), 'object')} of {plural(len(counts), 'kind')}"
+
+
+def _counts(counts: Sequence[tuple[str, str, int]]) -> str:
+    return ", ".join(f"{kind_label(group, kind)} ({n})" for group, kind, n in counts)
 
 
 def kind_label(group: str, kind: str) -> str:
@@ -127,6 +147,7 @@ def summary(evaluation: Evaluation, *, objects: int, load_errors: int) -> dict[s
         "load_errors": load_errors,
         "rejected": rejected_objects(evaluation.rejected),
         "unjudged": {kind_label(group, kind): n for group, kind, n in evaluation.unjudged},
+        "unread": {kind_label(group, kind): n for group, kind, n in evaluation.unread},
     }
 
 
@@ -167,13 +188,18 @@ def group_by_kind(
 
 
 def summary_line(
-    roots: Sequence[Finding], findings: int, objects: int, *, unjudged: Sequence[tuple[str, str, int]] = ()
+    roots: Sequence[Finding],
+    findings: int,
+    objects: int,
+    *,
+    unjudged: Sequence[tuple[str, str, int]] = (),
+    unread: Sequence[tuple[str, str, int]] = (),
 ) -> str:
     severities = Counter(root.severity for root in roots)
     split = ", ".join(f"{severities[s]} {s}" for s in Severity if severities[s])
     return (
         f"{plural(len(roots), 'root cause')} ({split}), {plural(findings - len(roots), 'symptom')}; "
-        f"{plural(objects, 'object')} evaluated{not_judged(unjudged)}."
+        f"{plural(objects, 'object')} evaluated{not_judged(unjudged, unread)}."
     )
 
 

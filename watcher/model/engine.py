@@ -54,6 +54,7 @@ from watcher.model.rules.rows import judge, unjudged
 from watcher.model.rules.workloads import timed_by
 from watcher.model.store.deadlines import Deadlines
 from watcher.model.store.graph import Edge, Recorder, Snapshot, Store
+from watcher.model.store.listed import KindKey, Listed, lists
 from watcher.model.store.satellites import Filed, Satellites
 from watcher.model.store.table import SortedTable
 from watcher.model.store.tracking import ControllerTracker
@@ -106,6 +107,9 @@ class HealthModel:
         self._set_aside = SetAside()
         self._unjudged: dict[Key, tuple[str, str]] = {}
         """The (group, kind) of each object no rule could judge (rules/rows.unjudged)."""
+        self._listed = Listed()
+        self._watched: frozenset[KindKey] | None = None
+        """The kinds the input reads (set_watched); None: those it holds objects of (a snapshot)."""
         self.generation = 0
         """Counts the evaluations that changed something: a reader of the objects (a page's
         stacks) keeps what it built from them until it moves."""
@@ -244,6 +248,8 @@ class HealthModel:
         """Mark what this change can affect: the object, its dependents, its controllers."""
         self._dirty.add(key)
         self._mark(key, edges)
+        if lists(key):
+            self._listed.update(key, new)  # counted at evaluation (unread); the watcher reads listed_kinds()
         track = TRACKED.get((key.group, key.kind))
         if track is None:
             return
@@ -336,9 +342,36 @@ class HealthModel:
             compliance=self._rules.report,
             blind=self._store.blind,
             unjudged=tuple(sorted((*kind, n) for kind, n in Counter(self._unjudged.values()).items())),
+            unread=self._unread(),
         )
         self._changed = False
         return self._last
+
+    def listed_kinds(self) -> frozenset[KindKey]:
+        """Every kind with state to read that a Kustomization's inventory lists (store/listed.py):
+        the live watcher watches them."""
+        return frozenset(self._listed.kinds())
+
+    def set_watched(self, kinds: Iterable[KindKey]) -> None:
+        """The (group, kind) of every kind the watcher watches, listed or not yet: a listed kind
+        outside them, or blind, is not read, and its listed objects are counted so (unread)."""
+        watched = frozenset(kinds)
+        if watched != self._watched:
+            self._watched, self._changed = watched, True
+
+    def _unread(self) -> tuple[tuple[str, str, int], ...]:
+        watched, store = self._watched, self._store
+        return tuple(
+            sorted(
+                (group, kind, n)
+                for (group, kind), n in self._listed.kinds().items()
+                if (
+                    not store.holds(group, kind)
+                    if watched is None
+                    else (group, kind) not in watched or kind in store.blind
+                )
+            )
+        )
 
     def snapshot(self, kinds: Iterable[tuple[str, str]], *, namespace: str | None = None) -> Snapshot:
         """The visible objects of these kinds now, to read off the event loop (Store.snapshot)."""

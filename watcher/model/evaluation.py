@@ -36,6 +36,10 @@ class Evaluation:
     unjudged: tuple[tuple[str, str, int], ...] = ()
     """(group, kind, how many) of the objects read that no rule could judge (rules/rows.unjudged):
     a custom resource that reports no status. Never "healthy": counted, by kind."""
+    unread: tuple[tuple[str, str, int], ...] = ()
+    """(group, kind, how many) of the objects Kustomizations' inventories list, of kinds not read:
+    not watched (yet, or over the limit of watched kinds), forbidden, or absent from a snapshot.
+    Never "healthy": nobody looked at them."""
     unreadable: int = 0
     """How many objects no reflector could read when this evaluation was published: those listed
     under `rejected` as Malformed, and any beyond the listing cap. Counted with the list, so one
@@ -53,6 +57,7 @@ class Evaluation:
             self.compliance,
             self.blind,
             self.unjudged,
+            self.unread,
             self.unreadable,
         )
 

@@ -98,14 +98,16 @@ def roots(evaluation: Evaluation, *, objects: int, changes: Snapshot | None = No
     card with the `changes` that preceded it when the server keeps a timeline."""
     found, symptoms = sorted_roots(evaluation)
     rejected = evaluation.rejected
-    if not found and not objects:
+    if not found and not objects and not evaluation.unread:
         summary = "<p>No objects seen yet.</p>"
     elif not found:
-        said = no_findings(objects, rejected, unjudged=evaluation.unjudged)
-        healthy = not rejected and not evaluation.unjudged
+        said = no_findings(objects, rejected, unjudged=evaluation.unjudged, unread=evaluation.unread)
+        healthy = not rejected and not evaluation.unjudged and not evaluation.unread
         summary = f'<p class="{"healthy" if healthy else "stale"}">{escape(said)}</p>'
     else:
-        said = summary_line(found, len(evaluation.findings), objects, unjudged=evaluation.unjudged)
+        said = summary_line(
+            found, len(evaluation.findings), objects, unjudged=evaluation.unjudged, unread=evaluation.unread
+        )
         summary = f"<p>{escape(said)}</p>"
     yield Part("roots-summary", "roots", f'<div id="roots-summary">{summary}</div>')
     for root in found[:MAX_ROOTS]:

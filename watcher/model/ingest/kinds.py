@@ -134,6 +134,8 @@ WITHOUT_STATUS: frozenset[tuple[str, str]] = frozenset(
     {
         ("", "ServiceAccount"),
         ("", "Namespace"),
+        ("", "ConfigMap"),
+        ("", "Secret"),
         ("", "LimitRange"),
         ("", "ResourceQuota"),
         ("rbac.authorization.k8s.io", "Role"),
@@ -151,7 +153,8 @@ WITHOUT_STATUS: frozenset[tuple[str, str]] = frozenset(
     }
 )
 """Built-in kinds that have no state to fail by design (configuration, RBAC): nothing to judge, so
-never counted as "not judged" (a Lease is read for its controller's liveness)."""
+never counted as "not judged", and never watched because an inventory lists them (store/listed.py:
+stalewatch reads no Secret). A Lease is read for its controller's liveness."""
 
 
 def key_of_kind(track: Track) -> tuple[str, str]:
