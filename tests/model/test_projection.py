@@ -273,6 +273,22 @@ def test_a_helm_chart_spec_chart_is_its_name_not_a_wrong_type() -> None:
     assert "rejected" not in project(raw)
 
 
+def test_an_argo_rollout_with_its_string_observed_generation_is_read_without_it() -> None:
+    """Argo Rollouts writes status.observedGeneration as a string ("7", or a pod template hash
+    before v0.10): a real Rollout is not malformed for it; its phase is kept."""
+    raw = {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Rollout",
+        "metadata": {"name": "web", "namespace": "apps", "generation": 7},
+        "status": {"observedGeneration": "7", "phase": "Degraded"},
+    }
+
+    projected = project(raw)
+
+    assert projected["status"] == {"phase": "Degraded"}
+    assert "rejected" not in projected
+
+
 def _with(path: list[str], value: Any) -> Obj:
     raw = kustomization("apps")
     target = raw

@@ -120,6 +120,19 @@ HELM_CHART = Kind(
 )
 """A HelmChart's spec.chart is the chart's name, a HelmRelease's the template of its HelmChart."""
 
+ROLLOUT = Kind(
+    METADATA,
+    {
+        **CUSTOM.sections,
+        "status": Obj(
+            {k: v for k, v in CUSTOM.sections["status"].fields.items() if k != "observedGeneration"}
+        ),
+    },
+)
+"""An Argo Rollout writes status.observedGeneration as a string (its generation, "7"; a pod template
+hash before Rollouts v0.10): not read, so a real Rollout is not malformed for it. Its phase and
+conditions say how it goes."""
+
 # -- Built-in kinds -----------------------------------------------------------------------------
 
 _WORKLOAD = Kind(
@@ -262,6 +275,7 @@ KINDS: dict[tuple[str, str], Kind] = {
         Kind(METADATA_WITHOUT_FIELDS, _WORKLOAD.sections),
     ),
     ("", "Pod"): _POD,
+    ("argoproj.io", "Rollout"): ROLLOUT,
     ("coordination.k8s.io", "Lease"): Kind(
         METADATA_WITHOUT_FIELDS,
         {
