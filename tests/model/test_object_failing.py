@@ -66,6 +66,12 @@ ISSUING_FAILED = cond(
 )
 
 
+READY_AVAILABLE = cond("Ready", "True", "Available", "", ago=HOUR)
+UPDATE_REFUSED = cond(
+    "Synced", "False", "ReconcileError", "update failed: refuse to update the external resource", ago=HOUR
+)
+
+
 def job(*conditions: Obj, **status: Any) -> Obj:
     return obj("batch/v1", "Job", "migrate", *conditions, **status)
 
@@ -254,6 +260,127 @@ CASES = [
         [obj("example.com/v1", "Widget", "plain")],
         False,
         id="custom-resource-without-conditions-is-not-failing",
+    ),
+    pytest.param(
+        [obj("velero.io/v1", "Backup", "nightly", phase="PartiallyFailed")],
+        True,
+        id="backup-partially-failed",
+    ),
+    pytest.param(
+        [obj("velero.io/v1", "Schedule", "nightly", phase="FailedValidation")],
+        True,
+        id="schedule-failed-validation",
+    ),
+    pytest.param([obj("velero.io/v1", "Backup", "nightly", phase="Completed")], False, id="backup-completed"),
+    pytest.param(
+        [
+            obj(
+                "s3.aws.upbound.io/v1beta1",
+                "Bucket",
+                "assets",
+                READY_AVAILABLE,
+                UPDATE_REFUSED,
+                namespace=None,
+            )
+        ],
+        True,
+        id="managed-resource-ready-but-not-synced",
+    ),
+    pytest.param(
+        [
+            obj(
+                "s3.aws.upbound.io/v1beta1",
+                "Bucket",
+                "assets",
+                READY_AVAILABLE,
+                cond("Synced", "False", "ReconcilePaused", "", ago=HOUR),
+                namespace=None,
+            )
+        ],
+        False,
+        id="managed-resource-paused-on-purpose",
+    ),
+    pytest.param(
+        [
+            obj(
+                "apiregistration.k8s.io/v1",
+                "APIService",
+                "v1beta1.metrics.k8s.io",
+                cond("Available", "False", "FailedDiscoveryCheck", "failing or missing response", ago=HOUR),
+                namespace=None,
+            )
+        ],
+        True,
+        id="apiservice-unavailable",
+    ),
+    pytest.param(
+        [
+            obj(
+                "apiregistration.k8s.io/v1",
+                "APIService",
+                "v1beta1.metrics.k8s.io",
+                cond(
+                    "Available", "False", "MissingEndpoints", "endpoints for service/metrics-server", ago=MIN
+                ),
+                namespace=None,
+            )
+        ],
+        False,
+        id="apiservice-unavailable-for-a-minute",
+    ),
+    pytest.param(
+        [
+            obj(
+                "autoscaling/v2",
+                "HorizontalPodAutoscaler",
+                "api",
+                cond("ScalingActive", "False", "FailedGetResourceMetric", "", ago=HOUR),
+            )
+        ],
+        True,
+        id="hpa-cannot-compute-replicas",
+    ),
+    pytest.param(
+        [
+            obj(
+                "autoscaling/v2",
+                "HorizontalPodAutoscaler",
+                "api",
+                cond("AbleToScale", "False", "FailedGetScale", "", ago=HOUR),
+            )
+        ],
+        True,
+        id="hpa-cannot-read-its-target",
+    ),
+    pytest.param(
+        [
+            obj(
+                "autoscaling/v2",
+                "HorizontalPodAutoscaler",
+                "api",
+                cond("ScalingActive", "False", "ScalingDisabled", "", ago=HOUR),
+            )
+        ],
+        False,
+        id="hpa-whose-target-is-scaled-to-zero",
+    ),
+    pytest.param(
+        [
+            obj(
+                "v1",
+                "Namespace",
+                "preview",
+                cond("NamespaceDeletionContentFailure", "True", "ContentDeletionFailed", "", ago=HOUR),
+                cond("NamespaceContentRemaining", "False", "ContentRemoved", "", ago=HOUR),
+                namespace=None,
+                phase="Terminating",
+            )
+        ],
+        True,
+        id="namespace-whose-deletion-cannot-finish",
+    ),
+    pytest.param(
+        [obj("v1", "Namespace", "preview", namespace=None, phase="Active")], False, id="namespace-active"
     ),
     pytest.param(
         [certificate(cond("Ready", "Unknown", "Pending", "", ago=HOUR))],

@@ -115,25 +115,50 @@ FAILURE_CONDITIONS: Mapping[tuple[str, str], tuple[str, ...]] = {
     ("apps", "ReplicaSet"): ("ReplicaFailure",),
     ("extensions", "ReplicaSet"): ("ReplicaFailure",),
     (CRD_GROUP, "CustomResourceDefinition"): ("NonStructuralSchema",),
+    ("", "Namespace"): (
+        "NamespaceDeletionDiscoveryFailure",
+        "NamespaceDeletionGroupVersionParsingFailure",
+        "NamespaceDeletionContentFailure",
+    ),
 }
 """Condition types that, True, say a kind fails where kstatus does not (rules/resources.py): a
 ReplicaSet whose Pods an admission webhook or a quota refuses (its Deployment never gets them), a
-CRD whose schema is not structural (its objects are neither pruned nor validated as expected).
+CRD whose schema is not structural (its objects are neither pruned nor validated as expected), a
+Namespace whose deletion cannot finish (an API group it cannot list, content it cannot delete).
 The fast path packs a ReplicaSet unjudged only when none of these holds."""
+
+UNMET_CONDITIONS: Mapping[tuple[str, str], Mapping[str, frozenset[str]]] = {
+    ("apiregistration.k8s.io", "APIService"): {"Available": frozenset()},
+    ("autoscaling", "HorizontalPodAutoscaler"): {
+        "AbleToScale": frozenset(),
+        "ScalingActive": frozenset({"ScalingDisabled"}),
+    },
+}
+"""Condition types that, False, say a kind fails where kstatus sees no Ready to read, with the
+reasons that mean it is off on purpose: an APIService its aggregator cannot reach (its group's
+clients and namespace deletion fail with it), a HorizontalPodAutoscaler that cannot read its
+target or compute a replica count (not one whose target was scaled to zero: ScalingDisabled)."""
 
 
 def failure_conditions(key: tuple[str, str], obj: Mapping[str, Any]) -> list[Condition]:
-    """The kind's FAILURE_CONDITIONS that are True on this (projected) object."""
-    types = FAILURE_CONDITIONS.get(key)
-    if types is None:
+    """The kind's FAILURE_CONDITIONS that are True, and its UNMET_CONDITIONS that are False for a
+    reason other than on purpose, on this (projected) object."""
+    types, unmet = FAILURE_CONDITIONS.get(key, ()), UNMET_CONDITIONS.get(key, {})
+    if not types and not unmet:
         return []
-    return [c for c in conditions(obj) if c.get("type") in types and c.get("status") == "True"]
+    return [c for c in conditions(obj) if _says_failing(c, types, unmet)]
+
+
+def _says_failing(cond: Condition, types: tuple[str, ...], unmet: Mapping[str, frozenset[str]]) -> bool:
+    if cond.get("status") == "True":
+        return cond.get("type") in types
+    on_purpose = unmet.get(cond.get("type", ""))
+    return cond.get("status") == "False" and on_purpose is not None and cond.get("reason") not in on_purpose
 
 
 WITHOUT_STATUS: frozenset[tuple[str, str]] = frozenset(
     {
         ("", "ServiceAccount"),
-        ("", "Namespace"),
         ("", "ConfigMap"),
         ("", "Secret"),
         ("", "LimitRange"),

@@ -9,9 +9,10 @@ the table of kinds, then Ready), plus the failures kinds.FAILURE_CONDITIONS decl
 - kstatus says Failed (Stalled=True, a Job's Failed=True, a CRD whose names were refused or
   that is not Established): the controller's own verdict, a finding at once;
 - a True `*Failed` condition (kapp-controller's ReconcileFailed), a kind's failure condition (a
-  ReplicaSet's ReplicaFailure: its Pods cannot be created), a PVC whose volume is Lost, or
-  Ready=False: a finding once it has lasted `object_failing` (a retry may fix it), dated from
-  the earliest of them.
+  ReplicaSet's ReplicaFailure: its Pods cannot be created; an APIService's Available=False), a
+  Crossplane resource's Synced=False ReconcileError, a PVC whose volume is Lost, or Ready=False:
+  a finding once it has lasted `object_failing` (a retry may fix it), dated from the earliest
+  of them.
 
 A failure whose message is an admission policy's denial (a ReplicaSet's FailedCreate) is PolicyDenied
 instead, which names the policy. Correlation names the Kustomization or HelmRelease that applied
@@ -89,6 +90,9 @@ def _failing(obj: Mapping[str, Any]) -> list[Condition]:
     ready = condition(obj, "Ready")
     if ready is not None and ready["status"] == "False":
         found.append(ready)
+    synced = condition(obj, UNSYNCED[0])
+    if synced is not None and synced["status"] == "False" and synced.get("reason") == UNSYNCED[1]:
+        found.append(synced)
     phase = text(obj, "status", "phase")
     if phase in FAILED_PHASES or (obj["kind"] == "PersistentVolumeClaim" and phase == "Lost"):
         found.append({"type": "Phase", "status": phase})
@@ -117,10 +121,17 @@ def _cron_job(obj: Mapping[str, Any]) -> list[Condition]:
     return [last_run]
 
 
-FAILED_PHASES = frozenset({"Failed", "Error", "Degraded"})
+FAILED_PHASES = frozenset({"Failed", "Error", "Degraded", "PartiallyFailed", "FailedValidation"})
 """A custom resource's status.phase that says it failed, where an operator keeps a phase rather
 than conditions: Flagger's Canary `Failed` (analysis failed, rolled back), Argo Rollouts'
-`Degraded`, operators' `Error`. A phase carries no time: such a failure is reported at once."""
+`Degraded`, operators' `Error`, Velero's `PartiallyFailed` (a Backup or Restore that left items
+out) and `FailedValidation` (one it refused to run). A phase carries no time: such a failure is
+reported at once."""
+
+UNSYNCED = ("Synced", "ReconcileError")
+"""A Crossplane managed resource's (any group: every provider's kinds) Synced=False ReconcileError:
+its provider cannot make the external resource match the spec. Ready may stay True, the old
+resource still up: what Git says is not what runs."""
 
 
 def _deciding(obj: Mapping[str, Any], reason: str) -> Condition | None:
