@@ -343,6 +343,72 @@ CASE_TABLE = [
     pytest.param(
         "deployment-one-generation-behind-undated", HEALTHY, id="deployment-one-generation-behind-undated"
     ),
+    pytest.param(
+        "rollout-degraded-progress-deadline-exceeded",
+        roots(f"{OF}/Rollout/shop/checkout"),
+        id="rollout-degraded-progress-deadline-exceeded",
+    ),
+    pytest.param("rollout-healthy", HEALTHY, id="rollout-healthy"),
+    pytest.param("rollout-paused-at-a-canary-step", HEALTHY, id="rollout-paused-at-a-canary-step"),
+    pytest.param("kapp-app-reconcile-succeeded", HEALTHY, id="kapp-app-reconcile-succeeded"),
+    pytest.param(
+        "clusterissuer-acme-account-registration-failed",
+        roots(f"{OF}/ClusterIssuer/letsencrypt"),
+        id="clusterissuer-acme-account-registration-failed",
+    ),
+    pytest.param(
+        "clusterissuer-acme-account-registered", HEALTHY, id="clusterissuer-acme-account-registered"
+    ),
+    pytest.param("clustersecretstore-valid", HEALTHY, id="clustersecretstore-valid"),
+    pytest.param(
+        "crossplane-managed-resource-update-refused",
+        roots(f"{OF}/ResourceGroup/shop-prod"),
+        id="crossplane-managed-resource-update-refused",
+    ),
+    pytest.param(
+        "crossplane-managed-resource-available", HEALTHY, id="crossplane-managed-resource-available"
+    ),
+    pytest.param(
+        "keda-scaledobject-check-failed",
+        roots(f"{OF}/ScaledObject/apps/queue-worker"),
+        id="keda-scaledobject-check-failed",
+    ),
+    pytest.param("keda-scaledobject-ready", HEALTHY, id="keda-scaledobject-ready"),
+    pytest.param(
+        "knative-service-revision-failed",
+        roots(f"{OF}/Service/apps/thumbnailer"),
+        id="knative-service-revision-failed",
+    ),
+    pytest.param("knative-service-ready", HEALTHY, id="knative-service-ready"),
+    pytest.param(
+        "velero-backup-partially-failed",
+        roots(f"{OF}/Backup/velero/nightly-20261130010000"),
+        id="velero-backup-partially-failed",
+    ),
+    pytest.param("velero-backup-completed", HEALTHY, id="velero-backup-completed"),
+    pytest.param(
+        "apiservice-failed-discovery-check",
+        roots(f"{OF}/APIService/v1beta1.metrics.k8s.io"),
+        id="apiservice-failed-discovery-check",
+    ),
+    pytest.param("apiservice-available", HEALTHY, id="apiservice-available"),
+    pytest.param(
+        "hpa-cannot-read-cpu-metrics",
+        roots(f"{OF}/HorizontalPodAutoscaler/apps/api"),
+        id="hpa-cannot-read-cpu-metrics",
+    ),
+    pytest.param("hpa-target-scaled-to-zero", HEALTHY, id="hpa-target-scaled-to-zero"),
+    pytest.param(
+        "namespace-stuck-terminating",
+        roots(f"{OF}/Namespace/preview-pr-481"),
+        id="namespace-stuck-terminating",
+    ),
+    pytest.param("pdb-allows-disruptions", HEALTHY, id="pdb-allows-disruptions"),
+    pytest.param(
+        "helm-installed-externalsecret-cannot-sync",
+        roots(f"{OF}/ExternalSecret/apps/podinfo-redis"),
+        id="helm-installed-externalsecret-cannot-sync",
+    ),
 ]
 
 
@@ -411,3 +477,15 @@ def test_a_source_failing_for_hours_is_dated_from_its_fetch_failed_not_its_last_
     [failed] = [f for f in findings if f["id"] == finding_id]
     fetch_failed = failed["evidence"]["FetchFailed"]["lastTransitionTime"]
     assert failed["since"] == fetch_failed < failed["evidence"]["Ready"]["lastTransitionTime"]
+
+
+def test_an_object_a_helm_chart_installed_names_its_helmrelease(capsys: pytest.CaptureFixture[str]) -> None:
+    """helm-controller's labels (and Helm's release annotations) tie the failing object to the
+    HelmRelease that installed it, which says Ready=True: Helm's wait does not read this kind."""
+    _, findings = analyze(capsys, "helm-installed-externalsecret-cannot-sync")
+
+    [failing] = findings
+    assert failing["evidence"]["applied_by"] == "HelmRelease/apps/podinfo"
+    assert failing["message"].endswith(
+        "HelmRelease apps/podinfo applied it and says Ready=True: its health checks do not look at this kind."
+    )
