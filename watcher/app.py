@@ -106,7 +106,9 @@ class Runtime:
             extra_kinds=settings.watched_kinds(),
             keep_namespace=settings.watches_namespace,
             options=options,
+            listed_limit=settings.listed_kinds_limit,
         )
+        self.live.on_listed = self.watcher.list_kinds
         registry = build_registry(lambda: self.live.latest)
         registry.register(WatcherCollector(self.telemetry))
         self.app = server.create_app(

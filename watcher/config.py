@@ -86,6 +86,8 @@ _KIND = re.compile(
     r"(?P<kind>[A-Z][A-Za-z0-9]{0,62})\.(?P<group>[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+)"
 )
 _BUILT_IN_GROUP = ".k8s.io"
+_ANY_KIND = re.compile(r"[A-Z][A-Za-z0-9]{0,62}(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+"""A kind of any group: Kind.group, or a core kind bare (Service)."""
 _LISTEN = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[^:\[\]\s]*):(?P<port>\d{1,5})")
 
 
@@ -225,6 +227,11 @@ class Settings(BaseSettings):
     conflict_watch_kinds: Namespaces = []
     """Custom kinds (Kind.group) watched for ConflictingWriters besides the kinds stalewatch
     watches anyway (those a configured controller reconciles), e.g. a shared CR two teams write."""
+    watch_kinds: Namespaces = []
+    """Kinds (Kind.group; a core kind bare) watched and judged although no inventory lists them:
+    what HelmReleases install (Helm keeps its manifest in Secrets, which stalewatch never reads)."""
+    listed_kinds_limit: int = Field(default=50, ge=0, le=1000)
+    """How many kinds at most are watched because an inventory lists them (one watch each)."""
     listen: str = ":8080"
     kubeconfig: str | None = None
     context: str | None = None
@@ -255,16 +262,27 @@ class Settings(BaseSettings):
     def _namespace_names(cls, value: list[str]) -> list[str]:
         return _check_namespaces(value)
 
+    @field_validator("watch_kinds")
+    @classmethod
+    def _watch_kinds(cls, value: list[str]) -> list[str]:
+        """Custom or built-in kinds (a core kind bare: `Service`); one stalewatch cannot watch is
+        named in a warning at start (kube/cluster.py), like a kind no CRD serves."""
+        for name in value:
+            if _ANY_KIND.fullmatch(name) is None:
+                raise ValueError(
+                    f"{name!r} is not a kind: expected Kind.group (Job.batch) or a core Kind (Service)"
+                )
+        return value
+
     @field_validator("conflict_watch_kinds")
     @classmethod
     def _kind_names(cls, value: list[str]) -> list[str]:
         return _check_kinds(value)
 
     def watched_kinds(self) -> tuple[tuple[str, str], ...]:
-        """(group, kind) of each conflict_watch_kinds entry."""
-        return tuple(
-            (group, kind) for kind, _, group in (name.partition(".") for name in self.conflict_watch_kinds)
-        )
+        """(group, kind) of each conflict_watch_kinds and watch_kinds entry."""
+        names = [*self.conflict_watch_kinds, *self.watch_kinds]
+        return tuple((group, kind) for kind, _, group in (name.partition(".") for name in names))
 
     @field_validator("log_level", "log_format", "otel_exporter", mode="before")
     @classmethod

@@ -119,6 +119,9 @@ class Telemetry:
     """Why the last evaluation raised ("" once one succeeds): the one served is older, and stale."""
     unauthorized: str = ""
     """Why the API server rejects our credentials (401), while it does; "" otherwise."""
+    listed_kinds: dict[str, int] = field(default_factory=dict)
+    """The kinds inventories list that the watcher does not read anyway, by what it does with
+    them: "watched", "over_limit" (listed_kinds_limit), "not_served" (no CRD Established)."""
 
     def kind(self, group: str, kind: str) -> KindStats:
         found = self.kinds.get((group, kind))
@@ -156,7 +159,7 @@ class Telemetry:
         pending = self.unsynced()
         if pending:
             return False, "initial list not finished for " + ", ".join(pending)
-        forbidden = [_name(key) for key in self.forbidden()]
+        forbidden = [kind_name(key) for key in self.forbidden()]
         if forbidden and len(forbidden) == len(self.kinds):
             return False, "403 Forbidden: stalewatch may not list any kind it watches: " + ", ".join(
                 forbidden
@@ -170,7 +173,7 @@ class Telemetry:
 
     def broken(self) -> list[str]:
         """Listed kinds whose watch is down or relisting: their last known objects are served, stale."""
-        return sorted(_name(key) for key in self._broken())
+        return sorted(kind_name(key) for key in self._broken())
 
     def stale_kinds(self) -> frozenset[str]:
         """broken(), by kind name (as the model names kinds)."""
@@ -180,7 +183,8 @@ class Telemetry:
         return [key for key, s in list(self.kinds.items()) if s.synced and not s.live and not s.forbidden]
 
     def unsynced(self) -> list[str]:
-        return sorted(_name(key) for key, s in list(self.kinds.items()) if not s.synced and not s.forbidden)
+        kinds = list(self.kinds.items())
+        return sorted(kind_name(key) for key, s in kinds if not s.synced and not s.forbidden)
 
     def unjudged(self, blind: Collection[str] | None) -> list[str]:
         """Kinds listed and visible that an evaluation blind to `blind` did not judge (all of
@@ -188,7 +192,7 @@ class Telemetry:
         evaluations: until the next one, what is served says nothing about its objects, and
         must not read as synced and healthy."""
         return sorted(
-            _name(key)
+            kind_name(key)
             for key, s in list(self.kinds.items())
             if s.synced and not s.forbidden and (blind is None or key[1] in blind)
         )
@@ -231,6 +235,7 @@ class Telemetry:
         return "" if not count else f"{count} object{'' if count == 1 else 's'}"
 
 
-def _name(key: KindKey) -> str:
+def kind_name(key: KindKey) -> str:
+    """`Kind.group`, or the bare kind of the core group, as kubectl and the logs name kinds."""
     group, kind = key
     return f"{kind}.{group}" if group else kind

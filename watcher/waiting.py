@@ -274,9 +274,12 @@ async def wait_for(
         sink,
         telemetry,
         controllers=config.controllers,
+        extra_kinds=settings.watched_kinds(),
         keep_namespace=settings.watches_namespace,
         options=options,
+        listed_limit=settings.listed_kinds_limit,
     )
+    live.on_listed = watcher.list_kinds  # what the targets applied is judged too
     started = clock()
     deadline, answered, shown = started + limits.timeout, False, ""
     blind_since: datetime | None = started

@@ -123,7 +123,7 @@ async def test_a_conflict_watch_kind_no_crd_serves_is_named_in_a_warning_not_pas
 
         def warned() -> list[Any]:
             return [
-                r for r in caplog.records if r.getMessage().startswith("conflict_watch_kinds names kinds")
+                r for r in caplog.records if r.getMessage().startswith("conflict_watch_kinds or watch_kinds")
             ]
 
         [record] = await poll(warned, within=20, what="a warning naming the unserved kind")

@@ -18,6 +18,7 @@ import pytest
 
 from tests.controlplane.harness import ControlPlane
 from tests.kube.objects import (
+    ALWAYS_READ,
     ago,
     cond,
     deployment,
@@ -35,19 +36,9 @@ from tests.kubeclient import Kube
 pytestmark = pytest.mark.cluster
 
 ALLOWED: dict[str, list[str]] = {
-    "": ["pods", "events"],
-    "apps": ["replicasets", "statefulsets", "daemonsets"],
-    "coordination.k8s.io": ["leases"],
-    "apiextensions.k8s.io": ["customresourcedefinitions"],
-    "source.toolkit.fluxcd.io": [
-        "gitrepositories",
-        "ocirepositories",
-        "helmrepositories",
-        "helmcharts",
-        "buckets",
-    ],
-    "kustomize.toolkit.fluxcd.io": ["kustomizations"],
-    "helm.toolkit.fluxcd.io": ["helmreleases"],
+    group: [r for r in resources if r != "deployments"]
+    for group, resources in ALWAYS_READ.items()
+    if group != "infra.contrib.fluxcd.io"
 }
 """Everything stalewatch watches except apps/deployments and infra.contrib.fluxcd.io/terraforms.
 Without CRD access, the custom kinds are found through API discovery instead."""

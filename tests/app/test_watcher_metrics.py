@@ -34,6 +34,7 @@ def telemetry() -> Telemetry:
     for seconds in (0.0004, 0.003, 0.02, 0.02, 1.5):
         state.evaluation.observe(seconds)
     state.evaluation_failures = 3
+    state.listed_kinds = {"watched": 3, "over_limit": 1, "not_served": 2}
     return state
 
 
@@ -61,7 +62,7 @@ def test_every_watcher_metric_in_the_docs_is_served_with_the_documented_type_and
     }
     text = exposition(telemetry())
     served = dict(re.findall(r"^# TYPE (\S+) (\S+)$", text, re.MULTILINE))
-    assert len(documented) == 16
+    assert len(documented) == 17
     for name, (kind, labels) in documented.items():
         assert served.get(name) == kind, name
         series = name + "_bucket" if kind == "histogram" else name

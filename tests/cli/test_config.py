@@ -299,7 +299,8 @@ DURATION = "expected a duration such as 90s, 10m or 1h30m (units h, m, s, ms), o
 FINDING_TYPES = ", ".join(FindingType)
 TOP_LEVEL = (
     "thresholds, severities, include_namespaces, exclude_namespaces, controllers, conflict_watch_kinds, "
-    "listen, kubeconfig, context, log_level, log_format, otel_exporter, timeline_entries"
+    "watch_kinds, listed_kinds_limit, listen, kubeconfig, context, log_level, log_format, otel_exporter, "
+    "timeline_entries"
 )
 LISTEN = "expected [HOST]:PORT such as ':8080', '127.0.0.1:9090' or '[::1]:8080'"
 

@@ -322,9 +322,10 @@ def test_an_unknown_stalewatch_variable_is_a_warning_naming_it(
         "stalewatch: warning: environment variable STALEWATCH_LOG_LEVLE is not a setting and is ignored; "
         "settings: STALEWATCH_CONFLICT_WATCH_KINDS, STALEWATCH_CONTEXT, STALEWATCH_CONTROLLERS, "
         "STALEWATCH_EXCLUDE_NAMESPACES, "
-        "STALEWATCH_INCLUDE_NAMESPACES, STALEWATCH_KUBECONFIG, STALEWATCH_LISTEN, STALEWATCH_LOG_FORMAT, "
+        "STALEWATCH_INCLUDE_NAMESPACES, STALEWATCH_KUBECONFIG, STALEWATCH_LISTED_KINDS_LIMIT, "
+        "STALEWATCH_LISTEN, STALEWATCH_LOG_FORMAT, "
         "STALEWATCH_LOG_LEVEL, STALEWATCH_OTEL_EXPORTER, STALEWATCH_SEVERITIES, STALEWATCH_THRESHOLDS, "
-        "STALEWATCH_TIMELINE_ENTRIES"
+        "STALEWATCH_TIMELINE_ENTRIES, STALEWATCH_WATCH_KINDS"
     ]
 
 
@@ -450,7 +451,7 @@ def test_an_empty_file_is_exit_2_and_the_rest_is_evaluated(
     code, out, err = in_process(capsys, "analyze", "--now", NOW, str(empty), str(EXAMPLES / "healthy"))
     assert code == 2
     assert err == f"stalewatch: {empty}: is empty: no objects in it\n"
-    assert out.startswith("No findings in the 27 objects evaluated.\n")
+    assert out.startswith("No findings in the 28 objects evaluated.\n")
 
 
 def test_a_directory_of_empty_lists_has_no_objects_and_is_exit_2(
@@ -472,7 +473,7 @@ def test_a_fifo_in_a_snapshot_directory_is_reported_not_opened(shared_dir: Path)
     code, out, err = stalewatch("analyze", "--now", NOW, str(shared_dir))
     assert code == 2
     assert err == f"stalewatch: {shared_dir}/a.yaml: is a FIFO, not a regular file; not read\n"
-    assert out.startswith("No findings on 7 judged objects; 4 objects of 1 kind listed by Kustomizations")
+    assert out.startswith("No findings on 8 judged objects; 4 objects of 1 kind listed by Kustomizations")
 
 
 def test_a_device_in_a_snapshot_directory_is_reported_not_opened(

@@ -18,7 +18,7 @@ from tests.controlplane.harness import ControlPlane
 from tests.deploy.conftest import DEPLOY, REPO, dockerfile_stages, granted, one, render
 from watcher.app import STOP_TIMEOUT
 from watcher.cli import main
-from watcher.kube.resources import BUILT_IN
+from watcher.kube.resources import BUILT_IN, ON_DEMAND
 from watcher.model.types import DEFAULT_CONTROLLERS
 
 pytestmark = pytest.mark.cluster
@@ -142,11 +142,12 @@ def test_the_cluster_role_only_reads_and_never_secrets_or_config_maps(
 def test_the_cluster_role_grants_every_built_in_kind_the_watcher_reads(
     rendered: list[dict[str, Any]],
 ) -> None:
-    assert {(r.group, r.plural) for r in BUILT_IN} <= granted(rendered)
+    assert {(r.group, r.plural) for r in (*BUILT_IN, *ON_DEMAND)} <= granted(rendered)
 
 
 def test_the_cluster_role_reaches_no_group_the_watcher_does_not_read(rendered: list[dict[str, Any]]) -> None:
-    read = {r.group for r in BUILT_IN} | {g for spec in DEFAULT_CONTROLLERS for g in spec.groups}
+    read = {r.group for r in (*BUILT_IN, *ON_DEMAND)}
+    read |= {g for spec in DEFAULT_CONTROLLERS for g in spec.groups}
     assert {group for group, _ in granted(rendered)} == read
 
 

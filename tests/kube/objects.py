@@ -242,6 +242,25 @@ def policy_report(namespace: str, deployment: str, *, policy: str, **result: str
     }
 
 
+ALWAYS_READ: dict[str, list[str]] = {
+    "": ["pods", "events"],
+    "apps": ["deployments", "replicasets", "statefulsets", "daemonsets"],
+    "coordination.k8s.io": ["leases"],
+    "apiextensions.k8s.io": ["customresourcedefinitions"],
+    "source.toolkit.fluxcd.io": [
+        "gitrepositories",
+        "ocirepositories",
+        "helmrepositories",
+        "helmcharts",
+        "buckets",
+    ],
+    "kustomize.toolkit.fluxcd.io": ["kustomizations"],
+    "helm.toolkit.fluxcd.io": ["helmreleases"],
+    "infra.contrib.fluxcd.io": ["terraforms"],
+}
+"""The resources (group -> plural) stalewatch reads whatever the inventories list (read_access)."""
+
+
 def read_access(namespace: str, name: str, read: dict[str, list[str]]) -> list[Obj]:
     """A ServiceAccount bound to a ClusterRole that may read `read` (group -> resources)."""
     rules = [{"apiGroups": [g], "resources": r, "verbs": ["get", "list", "watch"]} for g, r in read.items()]

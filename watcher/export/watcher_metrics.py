@@ -17,6 +17,7 @@ from watcher.export.families import Gauge, render_whole
 from watcher.telemetry import KindStats, Telemetry
 
 KIND = ("group", "kind")
+LISTED_STATES = ("watched", "over_limit", "not_served")
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +131,14 @@ UP = Gauge[Row](
     (),
     of=_row,
 )
+LISTED = Gauge[Row](
+    "stalewatch_listed_kinds",
+    "Kinds Kustomizations' inventories list beyond those always watched, by state: watched,"
+    " over_limit (listed_kinds_limit) or not_served (no CRD Established); the objects of kinds not"
+    " read are stalewatch_listed_objects_unread.",
+    ("state",),
+    of=_row,
+)
 SYNCED = Gauge[Row](
     "stalewatch_synced", "1 once every watched kind has finished its initial list.", (), of=_row
 )
@@ -139,6 +148,8 @@ def _families(telemetry: Telemetry) -> Iterator[Metric]:
     kinds = sorted(telemetry.kinds.copy().items())
     yield render_whole(UP, [((), float(telemetry.up))])
     yield render_whole(SYNCED, [((), float(telemetry.synced))])
+    listed = dict(telemetry.listed_kinds)
+    yield render_whole(LISTED, [((state,), float(listed.get(state, 0))) for state in LISTED_STATES])
     for spec in PER_KIND:
         rows: list[Row] = []
         for (group, kind), stats in kinds:

@@ -9,6 +9,13 @@ the CRD event reaches us first; the reflector of that kind is then stopped and i
 dropped from the model. An account that may not list CRDs gets the custom kinds from API
 discovery instead (polled while CRDs stay forbidden), without CRDRemoved reports.
 
+Besides the kinds stalewatch always reads, every kind a Kustomization's inventory lists is watched
+while one lists it (the model says which: HealthModel.listed_kinds), so that a failing Certificate
+or Job under a green Kustomization is judged too: custom kinds once their CRD is Established,
+built-in ones from resources.ON_DEMAND. At most `listed_limit` kinds are watched for that reason;
+a kind over the limit, not served, or forbidden (403) is not read, and the model counts its listed
+objects as such (Evaluation.unread), by kind, in every output.
+
 A probe (GET /version) runs every few seconds so that a silent network partition shows as
 unreachable quickly; when the server is unreachable every stream is closed and every kind
 marked not live, so nothing is judged from data that may have missed events, and when it is
@@ -28,10 +35,10 @@ from watcher.kube.discovery import DiscoveryError, discover
 from watcher.kube.ledger import Sink
 from watcher.kube.link import Link
 from watcher.kube.reflector import Reflector, WatchOptions
-from watcher.kube.resources import BUILT_IN, CRDS, Resource, crd_resource, wanted
+from watcher.kube.resources import BUILT_IN, CRDS, ON_DEMAND_BY_KEY, Resource, crd_resource, wanted
 from watcher.logs import fields, get_logger
 from watcher.model.types import ControllerSpec
-from watcher.telemetry import KindKey, Telemetry
+from watcher.telemetry import KindKey, Telemetry, kind_name
 
 log = get_logger("kube")
 
@@ -52,8 +59,10 @@ class ClusterWatcher:
         keep_namespace: Callable[[str], bool] = lambda namespace: True,
         options: WatchOptions | None = None,
         built_in: Sequence[Resource] = BUILT_IN,
+        listed_limit: int = 50,
     ) -> None:
-        """`built_in`: the built-in kinds to watch (a one-shot reader needs fewer), CRDs among them."""
+        """`built_in`: the built-in kinds to watch (a one-shot reader needs fewer), CRDs among them;
+        `listed_limit`: how many kinds at most are watched because an inventory lists them."""
         self._api, self._sink, self._telemetry = api, sink, telemetry
         self._built_in = tuple(built_in)
         self._controllers = tuple(controllers)
@@ -68,6 +77,17 @@ class ClusterWatcher:
         """CRD name -> the resource we watch for it."""
         self._discovered: dict[KindKey, Resource] = {}
         """Kinds found through API discovery (while CRDs are forbidden) and not adopted by a CRD."""
+        self._served: dict[KindKey, tuple[str, Resource]] = {}
+        """Every kind an Established CRD serves: (the CRD's name, where), wanted or not."""
+        self._discoverable: dict[KindKey, Resource] = {}
+        """What the last API discovery found (while CRDs are forbidden), wanted or listed."""
+        self._listed: frozenset[KindKey] = frozenset()
+        """The kinds inventories list now (list_kinds), built-in ones without state excluded."""
+        self._admitted: set[KindKey] = set()
+        """The listed kinds watched because they are listed, at most `listed_limit`."""
+        self._listed_limit = listed_limit
+        self._left_out: tuple[tuple[KindKey, ...], tuple[KindKey, ...]] = ((), ())
+        """(over the limit, not served) among the listed kinds, as last logged."""
         self._probe: asyncio.Task[None] | None = None
         self._discovery: asyncio.Task[None] | None = None
         self.link = Link(telemetry, self._reachability_changed)
@@ -78,6 +98,9 @@ class ClusterWatcher:
     async def start(self) -> None:
         for resource in self._built_in:
             self._start(resource, self if resource == CRDS else self._sink)
+        for key in sorted(self._extra & ON_DEMAND_BY_KEY.keys()):  # watch_kinds naming built-in kinds
+            if key not in self._running:
+                self._start(ON_DEMAND_BY_KEY[key], self._sink)
         self._telemetry.started = True
         self._probe = asyncio.create_task(self._probe_loop(), name="stalewatch probe")
 
@@ -140,18 +163,20 @@ class ClusterWatcher:
     def retain(self, resource: Resource, keys: set[tuple[str, str]]) -> None:
         self._sink.retain(resource, keys)
         listed = {name for _, name in keys}
-        for name in sorted(self._custom.keys() - listed):
+        known = {name for name, _ in self._served.values()} | self._custom.keys()
+        for name in sorted(known - listed):
             self._reconcile_crd(name, None)
+        self._refresh_listed()
         self._say_unserved()
 
     def _say_unserved(self) -> None:
-        """Once every CRD is listed: name the conflict_watch_kinds no CRD serves (a typo, or a CRD
-        not installed yet), which are then not watched, instead of saying nothing of them."""
+        """Once every CRD is listed: name the conflict_watch_kinds and watch_kinds no CRD serves (a
+        typo, or a CRD not installed yet), which are then not watched, instead of saying nothing."""
         unserved = frozenset(k for k in self._extra if k not in self._running)
         if unserved and unserved != self._unserved:
             log.warning(
-                "conflict_watch_kinds names kinds no CRD serves: not watched until one does",
-                extra=fields(kinds=sorted(f"{kind}.{group}" for group, kind in unserved)),
+                "conflict_watch_kinds or watch_kinds name kinds no CRD serves: not watched until one does",
+                extra=fields(kinds=sorted(kind_name(k) for k in unserved)),
             )
         self._unserved = unserved
 
@@ -163,21 +188,103 @@ class ClusterWatcher:
 
     def _reconcile_crd(self, name: str, crd: Mapping[str, Any] | None) -> None:
         """Watch the kind this CRD serves if we want it, and nothing for it otherwise."""
-        resource = crd_resource(crd) if crd is not None else None
-        if resource is not None and not wanted(self._controllers, resource.group, resource.kind, self._extra):
-            resource = None
+        served = crd_resource(crd) if crd is not None else None
+        for key in [key for key, (crd_name, _) in self._served.items() if crd_name == name]:
+            del self._served[key]
+        if served is not None:
+            self._served[served.key] = (name, served)
+        resource = served if served is not None and self._wants(served.key) else None
         current = self._custom.get(name)
         if current is None and resource is not None and resource.key in self._discovered:
             current = self._custom[name] = self._discovered.pop(resource.key)  # now backed by its CRD
-        if resource == current:
+        if resource != current:
+            if current is not None:
+                del self._custom[name]
+                why = "its CRD was deleted" if resource is None else f"its CRD now serves {resource.version}"
+                self._stop(current, why)
+            if resource is not None and resource.key not in self._running:
+                self._custom[name] = resource
+                self._start(resource, self._sink)
+        if self._listed:
+            self._refresh_listed()
+
+    def _wants(self, key: KindKey) -> bool:
+        return wanted(self._controllers, *key, self._extra) or key in self._admitted
+
+    # -- Kinds the inventories list -----------------------------------------------------------
+
+    def list_kinds(self, kinds: Iterable[KindKey]) -> None:
+        """The kinds the Kustomizations' inventories list now (the model's listed_kinds): each is
+        watched while one lists it, within the limit; the built-in kinds watched anyway aside."""
+        built_in = {r.key for r in self._built_in}
+        self._listed = frozenset(kinds) - built_in
+        self._refresh_listed()
+
+    def _refresh_listed(self) -> None:
+        for key in sorted(self._admitted):
+            resource = self._resolve(key)
+            if key in self._listed and resource is not None:
+                continue
+            self._admitted.discard(key)
+            if not wanted(self._controllers, *key, self._extra):
+                why = "no inventory lists it any more" if key not in self._listed else "no longer served"
+                self._stop_kind(key, why)
+        over: list[KindKey] = []
+        unserved: list[KindKey] = []
+        for key in sorted(self._listed - self._admitted):
+            if key in self._running:
+                continue  # watched for its own sake (a controller's kind, a policy engine's, ...)
+            resource = self._resolve(key)
+            if resource is None:
+                unserved.append(key)
+            elif len(self._admitted) >= self._listed_limit:
+                over.append(key)
+            else:
+                self._admitted.add(key)
+                served = self._served.get(key)
+                if served is not None:
+                    self._custom[served[0]] = resource
+                self._start(resource, self._sink)
+        counts = {"watched": len(self._admitted), "over_limit": len(over), "not_served": len(unserved)}
+        self._telemetry.listed_kinds = counts
+        self._say_left_out(tuple(over), tuple(unserved))
+
+    def _resolve(self, key: KindKey) -> Resource | None:
+        """Where the API server serves a listed kind: its CRD, the built-in table, or discovery."""
+        served = self._served.get(key)
+        if served is not None:
+            return served[1]
+        return ON_DEMAND_BY_KEY.get(key) or self._discoverable.get(key)
+
+    def _stop_kind(self, key: KindKey, why: str) -> None:
+        entry = self._running.get(key)
+        if entry is None:
             return
-        if current is not None:
+        resource = entry[0].resource
+        for name in [name for name, r in self._custom.items() if r == resource]:
             del self._custom[name]
-            why = "its CRD was deleted" if resource is None else f"its CRD now serves {resource.version}"
-            self._stop(current, why)
-        if resource is not None and resource.key not in self._running:
-            self._custom[name] = resource
-            self._start(resource, self._sink)
+        self._stop(resource, why)
+
+    def _say_left_out(self, over: tuple[KindKey, ...], unserved: tuple[KindKey, ...]) -> None:
+        """Name the listed kinds not watched, once each time the set changes: their objects are
+        counted as not read (stalewatch_listed_objects_unread), and this says why. A kind is not
+        said unserved before every CRD has been listed (its CRD may be on the next page)."""
+        crds = self._telemetry.kinds.get(CRDS.key)
+        if crds is None or not (crds.synced or crds.forbidden):
+            unserved = ()
+        if (over, unserved) == self._left_out:
+            return
+        self._left_out = (over, unserved)
+        if over:
+            log.warning(
+                "inventories list more kinds than listed_kinds_limit: not watched, their objects not read",
+                extra=fields(limit=self._listed_limit, kinds=[kind_name(k) for k in over]),
+            )
+        if unserved:
+            log.warning(
+                "inventories list kinds the API server does not serve (no CRD Established): not watched",
+                extra=fields(kinds=[kind_name(k) for k in unserved]),
+            )
 
     # -- Discovery, while CRDs are forbidden ------------------------------------------------
 
@@ -188,7 +295,8 @@ class ClusterWatcher:
         try:
             while (crds := self._telemetry.kinds.get(CRDS.key)) is not None and crds.forbidden:
                 try:
-                    found = await discover(self._api, self._controllers, limits=limits, extra=self._extra)
+                    extra = self._extra | self._listed
+                    found = await discover(self._api, self._controllers, limits=limits, extra=extra)
                 except _DISCOVERY_ERRORS as error:
                     log.warning("API discovery failed", extra=fields(error=describe_error(error)))
                 else:
@@ -198,14 +306,17 @@ class ClusterWatcher:
             self._discovery = None
 
     def _reconcile_discovered(self, found: dict[KindKey, Resource]) -> None:
+        """Watch what discovery found that we want; listed kinds go through the limit."""
+        self._discoverable = found
         for key, resource in list(self._discovered.items()):
             if found.get(key) != resource:
                 del self._discovered[key]
                 self._stop(resource, "no longer served (API discovery)")
         for key, resource in found.items():
-            if key not in self._running:
+            if key not in self._running and wanted(self._controllers, *key, self._extra):
                 self._discovered[key] = resource
                 self._start(resource, self._sink)
+        self._refresh_listed()
         self._say_unserved()
 
     # -- Reachability ----------------------------------------------------------------------

@@ -161,6 +161,9 @@ class LiveModel:
         self._logged: set[tuple[str, ...]] = set()
         self._listed: tuple[list[Rejection], tuple[object, ...], list[Rejection]] = ([], (), [])
         """(the model's rejected, the unreadable changes seen, both listed together)."""
+        self.on_listed: Callable[[frozenset[tuple[str, str]]], None] | None = None
+        """Told the kinds the inventories list whenever they change (ClusterWatcher.list_kinds)."""
+        self._kinds_listed: frozenset[tuple[str, str]] = frozenset()
 
     # -- Sink ------------------------------------------------------------------------------
 
@@ -267,10 +270,20 @@ class LiveModel:
         except Exception:
             log.exception("the timeline failed on an evaluation; skipped it")
         self.timeline.comparing_since = self._transitions.comparing_since
+        self._tell_listed()
         self.published.bump()
         if not self.collections.frozen and self._telemetry.synced:
             self.collections.freeze()
         return evaluation
+
+    def _tell_listed(self) -> None:
+        listed = self.model.listed_kinds()
+        if listed != self._kinds_listed and self.on_listed is not None:
+            self._kinds_listed = listed
+            try:  # a failure there leaves the watches as they were, never the evaluation
+                self.on_listed(listed)
+            except Exception:
+                log.exception("starting or stopping the watches of listed kinds failed")
 
     def _failed(self, error: Exception) -> None:
         """Logged with its traceback when it starts or changes, not on every tick it lasts."""
@@ -329,6 +342,7 @@ class LiveModel:
                 counts[reason] += 1
 
     def _evaluate(self) -> Evaluation:
+        self.model.set_watched(self._telemetry.kinds.keys())
         self.model.set_blind(self._telemetry.blind())
         self.model.set_stale(self._telemetry.stale_kinds())
         with tracer().start_as_current_span("stalewatch.evaluate") as span:

@@ -69,6 +69,24 @@ BUILT_IN: tuple[Resource, ...] = (
 )
 """Every built-in kind the model reads, CustomResourceDefinitions last (they start the rest)."""
 
+ON_DEMAND: tuple[Resource, ...] = (
+    Resource("", "v1", "Service", "services"),
+    Resource("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims"),
+    Resource("", "v1", "PersistentVolume", "persistentvolumes", namespaced=False),
+    Resource("", "v1", "Namespace", "namespaces", namespaced=False),
+    Resource("batch", "v1", "Job", "jobs"),
+    Resource("batch", "v1", "CronJob", "cronjobs"),
+    Resource("networking.k8s.io", "v1", "Ingress", "ingresses"),
+    Resource("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets"),
+    Resource("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers"),
+    Resource("apiregistration.k8s.io", "v1", "APIService", "apiservices", namespaced=False),
+)
+"""Built-in kinds with a state to judge, watched only when an inventory lists them or watch_kinds
+names them (custom kinds are found through their CRDs). A listed built-in kind outside this table
+and without state by design (kinds.WITHOUT_STATUS) is not watched, and counted as not read."""
+
+ON_DEMAND_BY_KEY: dict[tuple[str, str], Resource] = {r.key: r for r in ON_DEMAND}
+
 _VERSION = re.compile(r"v(\d+)(?:(alpha|beta)(\d+))?")
 _STABILITY = {None: 2, "beta": 1, "alpha": 0}
 

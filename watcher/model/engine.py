@@ -45,7 +45,7 @@ from typing import Any
 from watcher.model.cluster.rules import ClusterRules
 from watcher.model.correlate.correlator import Correlation, Correlator
 from watcher.model.evaluation import Evaluation
-from watcher.model.ingest.kinds import TRACKED, Track, key_of_kind
+from watcher.model.ingest.kinds import OWNED_KINDS, TRACKED, Track, key_of_kind
 from watcher.model.ingest.objects import Key, key_of, subject_of
 from watcher.model.ingest.packed import Packed
 from watcher.model.ingest.quarantine import SetAside, Step, rule_failed
@@ -348,9 +348,10 @@ class HealthModel:
         return self._last
 
     def listed_kinds(self) -> frozenset[KindKey]:
-        """Every kind with state to read that a Kustomization's inventory lists (store/listed.py):
-        the live watcher watches them."""
-        return frozenset(self._listed.kinds())
+        """Every kind with state to read that a Kustomization's inventory lists (store/listed.py),
+        and the kinds those make (kinds.OWNED_KINDS): the live watcher watches them."""
+        listed = self._listed.kinds()
+        return frozenset(listed).union(*(OWNED_KINDS.get(kind, ()) for kind in listed))
 
     def set_watched(self, kinds: Iterable[KindKey]) -> None:
         """The (group, kind) of every kind the watcher watches, listed or not yet: a listed kind

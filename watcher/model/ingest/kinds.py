@@ -182,6 +182,13 @@ never counted as "not judged", and never watched because an inventory lists them
 stalewatch reads no Secret). A Lease is read for its controller's liveness."""
 
 
+OWNED_KINDS: Mapping[tuple[str, str], tuple[tuple[str, str], ...]] = {
+    ("batch", "CronJob"): (("batch", "Job"),),
+}
+"""Kinds another kind makes (its objects' controlling ownerReference): read wherever that kind is
+listed (store/listed.py), as a CronJob's failed Job says why the CronJob fails."""
+
+
 def key_of_kind(track: Track) -> tuple[str, str]:
     """The (group, kind) of the one kind tracked as `track` (Pod, Lease, ...)."""
     (found,) = (k.key for k in KINDS if k.track is track)
