@@ -1,1 +1,2 @@
-"""Hostile input on the surfaces added last (issue 42): each test asserts the right answer, not only no crash."""
+"""Hostile input on the surfaces added last (issue 42): each test asserts the right answer,
+not only that nothing crashes."""
