@@ -85,6 +85,11 @@ CLUSTER_CASES = [
         id="store-error-is-unknown",
     ),
     pytest.param(
+        reporting("a", up=float("nan")),
+        ("unknown", 'its samples cannot be read: up "nan", not a finite number'),
+        id="unreadable-sample-is-unknown-never-green",
+    ),
+    pytest.param(
         reporting("a", up=0),
         ("stale", "its stalewatch cannot reach the Kubernetes API server: last known state"),
         id="api-server-unreachable-is-stale",

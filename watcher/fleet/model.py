@@ -1,8 +1,9 @@
 """The fleet, built from the store's answers and a clock: pure, no I/O (the answers come in).
 
 Per cluster, the first rule of CLUSTER_RULES that applies decides its state, in the order that
-decides whether anything else can be trusted: a cluster whose stalewatch is not reporting, or
-whose answers the store could not give, is *unknown* (never green); one whose stalewatch
+decides whether anything else can be trusted: a cluster whose stalewatch is not reporting, whose
+answers the store could not give, or one of whose samples cannot be read (samples.py: NaN, Inf,
+a time out of range, a wrong type) is *unknown* (never green); one whose stalewatch
 reports but cannot reach its API server, or has not listed everything, is *stale*; then the most
 severe root cause; *healthy* only when everything was asked, answered and clean.
 
@@ -17,13 +18,13 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
-from typing import Any
+from datetime import datetime
+from typing import Any, TypeVar
 
 from watcher.fleet.queries import LOOKBACK, MAX_ROWS, SEVERITY_WEIGHT, Answer, Filters
-from watcher.fleet.samples import count, flag, labels, number
+from watcher.fleet.samples import Unreadable, count, flag, labels, moment
 from watcher.model.ingest.objects import format_age
 from watcher.model.types import rfc3339
 
@@ -52,6 +53,8 @@ class Cluster:
     roots: Mapping[str, int]
     """Root causes by severity, counted exactly (not bounded)."""
     controllers_down: Sequence[ControllerDown]
+    unreadable: Mapping[str, str]
+    """Query name -> why its sample for this cluster could not be read; any makes it unknown."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +62,8 @@ class Where:
     cluster: str
     url: str | None
     severity: str
-    blast_radius: int
+    blast_radius: int | None
+    """None when its sample could not be read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,11 +133,12 @@ class Fleet:
 class Facts:
     """What the store said about one cluster, and which of its questions it could not answer."""
 
-    up: float | None
-    synced: float | None
+    up: bool | None
+    synced: bool | None
     last_sample: datetime | None
     roots: Mapping[str, int]
     down: Sequence[ControllerDown]
+    unreadable: Mapping[str, str]
     errors: Mapping[str, str]
     now: datetime
     stale_after: float
@@ -143,6 +148,13 @@ def _unasked(f: Facts) -> tuple[str, str] | None:
     for query in ("up", "last_sample"):
         if query in f.errors:
             return "unknown", f"the store did not answer ({f.errors[query]})"
+    return None
+
+
+def _unreadable(f: Facts) -> tuple[str, str] | None:
+    if f.unreadable:
+        said = "; ".join(f"{query} {why}" for query, why in f.unreadable.items())
+        return "unknown", f"its samples cannot be read: {said}"
     return None
 
 
@@ -161,7 +173,7 @@ def _too_old(f: Facts) -> tuple[str, str] | None:
 
 
 def _api_unreachable(f: Facts) -> tuple[str, str] | None:
-    if f.up == 0:
+    if f.up is False:
         return "stale", "its stalewatch cannot reach the Kubernetes API server: last known state"
     return None
 
@@ -169,7 +181,7 @@ def _api_unreachable(f: Facts) -> tuple[str, str] | None:
 def _unsynced(f: Facts) -> tuple[str, str] | None:
     if "synced" in f.errors:
         return "unknown", f"whether it is synced is not known ({f.errors['synced']})"
-    if f.synced is None or f.synced == 0:
+    if not f.synced:
         return "stale", "its stalewatch has not finished listing the cluster"
     return None
 
@@ -197,6 +209,7 @@ def _controllers_down(f: Facts) -> tuple[str, str] | None:
 
 CLUSTER_RULES: tuple[Callable[[Facts], tuple[str, str] | None], ...] = (
     _unasked,
+    _unreadable,
     _not_reporting,
     _too_old,
     _api_unreachable,
@@ -234,34 +247,45 @@ def build(
     def of(name: str) -> Sequence[dict[str, Any]]:
         return answers[name].result if name in answers else ()
 
-    def cluster(sample: dict[str, Any]) -> str:
-        return str(sample["metric"].get(cluster_label, ""))
-
-    def per_cluster(name: str) -> dict[str, float]:
-        return {cluster(s): number(s) for s in of(name)}
-
-    up, synced, last = per_cluster("up"), per_cluster("synced"), per_cluster("last_sample")
-    roots: dict[str, dict[str, int]] = defaultdict(dict)
-    for s in of("root_counts"):
-        roots[cluster(s)][labels(s, "severity")[0]] = count(s)
+    up = read(of("up"), flag, cluster_label)
+    synced = read(of("synced"), flag, cluster_label)
+    last = read(of("last_sample"), lambda s: moment(s, now=now), cluster_label)
+    counts = read(of("root_counts"), count, cluster_label, "severity")
+    running = read(of("controllers_down"), flag, cluster_label, "namespace", "name")
     reasons = {
         labels(s, cluster_label, "namespace", "name"): labels(s, "reason")[0] for s in of("down_reasons")
     }
+    kinds = {
+        labels(s, cluster_label, "namespace", "name"): labels(s, "kind")[0] for s in of("controllers_down")
+    }
+    unreadable: dict[str, dict[str, str]] = defaultdict(dict)
+    for query, readings in (("up", up), ("synced", synced), ("last_sample", last)):
+        for (name,), reading in readings.items():
+            if isinstance(reading, Unreadable):
+                unreadable[name][query] = str(reading)
+    roots: dict[str, dict[str, int]] = defaultdict(dict)
+    for (name, severity), counted in counts.items():
+        if isinstance(counted, Unreadable):
+            unreadable[name].setdefault("root_counts", f"{severity or '(no severity)'} {counted}")
+        else:
+            roots[name][severity] = counted
     down: dict[str, list[ControllerDown]] = defaultdict(list)
-    for s in of("controllers_down"):
-        key = labels(s, cluster_label, "namespace", "name")
-        down[key[0]].append(ControllerDown(key[1], key[2], labels(s, "kind")[0], reasons.get(key, "")))
+    for key, available in running.items():
+        if isinstance(available, Unreadable):
+            unreadable[key[0]].setdefault("controllers_down", f"{key[1]}/{key[2]} {available}")
+        elif not available:
+            down[key[0]].append(ControllerDown(key[1], key[2], kinds[key], reasons.get(key, "")))
     named = {n for n in urls if _matches(filters.cluster, n)}
-    names = sorted(set(up) | set(last) | set(roots) | set(down) | named)
+    seen = (key[0] for readings in (up, synced, last, counts, running) for key in readings)
     clusters = []
-    for name in names:
-        sampled = last.get(name)
+    for name in sorted({*seen, *named}):
         facts = Facts(
-            up=up.get(name),
-            synced=synced.get(name),
-            last_sample=None if sampled is None else datetime.fromtimestamp(sampled, UTC),
+            up=_known(up.get((name,))),
+            synced=_known(synced.get((name,))),
+            last_sample=_known(last.get((name,))),
             roots=roots.get(name, {}),
             down=sorted(down.get(name, []), key=lambda d: (d.namespace, d.name)),
+            unreadable=unreadable.get(name, {}),
             errors=errors,
             now=now,
             stale_after=stale_after,
@@ -273,11 +297,12 @@ def build(
                 state,
                 why,
                 urls.get(name),
-                flag(facts.up),
-                flag(facts.synced),
+                facts.up,
+                facts.synced,
                 facts.last_sample,
                 dict(facts.roots),
                 facts.down,
+                dict(facts.unreadable),
             )
         )
     clusters.sort(key=lambda c: (STATES.index(c.state), c.name))
@@ -297,6 +322,31 @@ def build(
     )
 
 
+Read = TypeVar("Read")
+
+
+def read(
+    samples: Iterable[dict[str, Any]], reader: Callable[[dict[str, Any]], Read | Unreadable], *key: str
+) -> dict[tuple[str, ...], Read | Unreadable]:
+    """Each sample's value by the labels `key` (the cluster's first), read by `reader`. A key the
+    answer repeats is unreadable: the query gives one sample per key, so which one is true is not
+    known."""
+    readings: dict[tuple[str, ...], Read | Unreadable] = {}
+    repeated: Counter[tuple[str, ...]] = Counter()
+    for sample in samples:
+        label = labels(sample, *key)
+        repeated[label] += 1
+        readings[label] = reader(sample)
+    for label, times in repeated.items():
+        if times > 1:
+            readings[label] = Unreadable(f"{times} samples", "one sample")
+    return readings
+
+
+def _known(value: Read | Unreadable | None) -> Read | None:
+    return None if isinstance(value, Unreadable) else value
+
+
 def group_roots(
     roots: Sequence[dict[str, Any]],
     blast: Sequence[dict[str, Any]],
@@ -307,14 +357,15 @@ def group_roots(
 ) -> list[RootGroup]:
     """Root findings grouped across clusters by (type, kind, namespace, name, down reason); the
     most severe first, then those in the most clusters."""
-    radius = {labels(s, cluster_label, "root_kind", "root_namespace", "root_name"): count(s) for s in blast}
+    radius = read(blast, count, cluster_label, "root_kind", "root_namespace", "root_name")
     groups: dict[tuple[str, ...], list[Where]] = defaultdict(list)
     for s in roots:
         cluster, kind, namespace, name, type_, severity = labels(
             s, cluster_label, *OBJECT, "type", "severity"
         )
         reason = reasons.get((cluster, namespace, name), "") if type_ == "ControllerDown" else ""
-        where = Where(cluster, urls.get(cluster), severity, radius.get((cluster, kind, namespace, name), 0))
+        blast_radius = _known(radius.get((cluster, kind, namespace, name), 0))
+        where = Where(cluster, urls.get(cluster), severity, blast_radius)
         groups[(type_, kind, namespace, name, reason)].append(where)
     built = []
     for (type_, kind, namespace, name, reason), wheres in groups.items():

@@ -100,6 +100,8 @@ def _clusters(fleet: Fleet) -> Iterable[str]:
     yield row("th", ["Cluster", "State", "Why", "Last sample", "Root causes", "Controllers down"])
     for c in fleet.clusters:
         age = format_age(c.last_sample, fleet.now) if c.last_sample else "never"
+        if "last_sample" in c.unreadable:
+            age = "not known (unreadable)"
         counts = ", ".join(f"{n} {s}" for s, n in c.roots.items() if n)
         down = ", ".join(
             f"{d.namespace}/{d.name}" + (f" ({d.reason})" if d.reason else "") for d in c.controllers_down
@@ -132,9 +134,7 @@ def _root_line(group: RootGroup) -> str:
     subject = f"{group.kind} {group.namespace + '/' if group.namespace else ''}{group.name}"
     what = escape(f"{group.type} {subject}" + (f", {group.reason}" if group.reason else ""))
     wheres = ", ".join(
-        _cluster_link(w.cluster, w.url)
-        + (escape(f" ({plural(w.blast_radius, 'object')} affected)") if w.blast_radius else "")
-        for w in group.clusters
+        _cluster_link(w.cluster, w.url) + escape(_affected(w.blast_radius)) for w in group.clusters
     )
     count = escape(plural(len(group.clusters), "cluster"))
     severity = escape(group.severity)
@@ -142,6 +142,12 @@ def _root_line(group: RootGroup) -> str:
         f'<article class="finding {severity}"><h3><span class="sev">{severity}</span> {what} '
         f"— {count}: {wheres}</h3></article>"
     )
+
+
+def _affected(blast_radius: int | None) -> str:
+    if blast_radius is None:
+        return " (objects affected: not known)"
+    return f" ({plural(blast_radius, 'object')} affected)" if blast_radius else ""
 
 
 def _matrix(fleet: Fleet) -> Iterable[str]:

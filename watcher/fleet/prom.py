@@ -14,15 +14,23 @@ import ssl
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import orjson
 
 from watcher.fleet.queries import Answer
+from watcher.fleet.samples import as_json
 
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
 """An answer larger than this is refused: the queries are bounded, so it means a query is not."""
+MAX_SAMPLES = 50_000
+"""Samples in one answer; more are refused. The largest answer asked for is the matrix's cells,
+queries.MAX_ROWS objects in each cluster: this is 300 objects in over 160 clusters."""
+VALUES_PER_SAMPLE = 24
+"""JSON values one sample may spend (a sample with 19 labels). Parsed, each value costs about
+100 bytes, whatever its size in the answer (tiny samples are the costliest per byte), so the
+values are counted in the raw answer before it is parsed, and an answer with more than
+MAX_SAMPLES samples' worth is refused unparsed: at most some 120 MB per answer."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +115,7 @@ class Prometheus:
                 timeout=aiohttp.ClientTimeout(total=self.timeout),
                 allow_redirects=False,
             ) as response:
-                status, body = response.status, bytearray()
+                status, body = response.status, bytearray()  # parsed in place: no copy
                 async for chunk in response.content.iter_chunked(1 << 16):
                     body += chunk
                     if len(body) > MAX_ANSWER_BYTES:
@@ -118,12 +126,18 @@ class Prometheus:
             return Answer(error=f"unreachable: {_one_line(str(error) or type(error).__name__)}")
         if len(body) > MAX_ANSWER_BYTES:
             return Answer(error=f"answer larger than {MAX_ANSWER_BYTES // 2**20} MiB")
-        return parse_answer(status, bytes(body))
+        return parse_answer(status, body)
 
 
-def parse_answer(status: int, body: bytes) -> Answer:
+def parse_answer(status: int, body: bytes | bytearray) -> Answer:
     """The API's envelope (`{"status", "data": {"resultType", "result"}, "errorType", "error",
-    "warnings"}`) read strictly: anything else is an error naming what came back."""
+    "warnings"}`) read strictly: anything else is an error naming what came back. Each sample
+    must be an object with a `metric` of string labels; its value is read by samples.py, which
+    says which cluster's field it cannot read, so a sample is never dropped here."""
+    # each JSON value but a container's first follows a comma: these bound what parsing builds
+    values = body.count(b",") + body.count(b"{") + body.count(b"[")
+    if values > MAX_SAMPLES * VALUES_PER_SAMPLE:
+        return Answer(error=f"answer refused: {values} JSON values, more than {MAX_SAMPLES} samples may hold")
     try:
         envelope = orjson.loads(body)
     except orjson.JSONDecodeError:
@@ -144,17 +158,24 @@ def parse_answer(status: int, body: bytes) -> Answer:
     ):
         got = data.get("resultType") if isinstance(data, dict) else type(data).__name__
         return Answer(error=f"expected an instant vector, got {_one_line(str(got))}", warnings=warnings)
-    result = tuple(
-        sample
-        for sample in data["result"]
-        if isinstance(sample, dict) and isinstance(sample.get("metric"), dict) and _valued(sample)
-    )
-    return Answer(result=result, warnings=warnings)
+    result = data["result"]
+    if len(result) > MAX_SAMPLES:
+        return Answer(
+            error=f"answer refused: {len(result)} samples, more than {MAX_SAMPLES}", warnings=warnings
+        )
+    for index, sample in enumerate(result):
+        if not _labelled(sample):
+            error = f"result[{index}] is not a sample with string labels: {_one_line(as_json(sample))}"
+            return Answer(error=error, warnings=warnings)
+    return Answer(result=tuple(result), warnings=warnings)
 
 
-def _valued(sample: dict[str, Any]) -> bool:
-    value = sample.get("value")
-    return isinstance(value, list) and len(value) == 2 and isinstance(value[1], str)
+def _labelled(sample: object) -> bool:
+    """An object whose `metric` maps label names to string values: a sample some cluster owns."""
+    if not isinstance(sample, dict):
+        return False
+    metric = sample.get("metric")
+    return isinstance(metric, dict) and all(isinstance(value, str) for value in metric.values())
 
 
 def _one_line(text: str) -> str:

@@ -114,7 +114,8 @@ def queries(*, cluster_label: str, filters: Filters) -> dict[str, str]:
             f"topk({MAX_ROOTS}, count by ({root}) (count by ({root}, kind, namespace, name) "
             f"(stalewatch_finding{_matchers(SYMPTOM, c)})))"
         ),
-        "controllers_down": f"{one} (stalewatch_controller_up{_matchers(c)}) == 0",
+        # != 1, not == 0: a controller neither up nor down (NaN) comes back, read as unreadable
+        "controllers_down": f"{one} (stalewatch_controller_up{_matchers(c)}) != 1",
         "down_reasons": f"{one} (stalewatch_controller_down_reason{_matchers(c)}) == 1",
         "matrix_rows": f"topk({MAX_ROWS}, {distinct})",
     }
