@@ -6,7 +6,9 @@ the shipped rule file, and `stalewatch fleet` asking that Prometheus. The same n
 used in both clusters, so the same object is the same row of the version matrix.
 
 `prod` gets the tofu-controller incident (tests/e2e/scenarios.py) on revision A; `staging` the
-same stack, healthy, on revision B.
+same stack, healthy, on revision B. A third target, `broken`, is no stalewatch but an exporter of
+stalewatch's series with values no stalewatch writes (up NaN, synced 0.5): the fleet cannot read
+them, so it must show that cluster unknown.
 """
 
 from __future__ import annotations
@@ -14,11 +16,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
 import urllib.parse
+import urllib.request
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +36,13 @@ from tests.export.promstack import PROMETHEUS, free_port, get_json, process_runn
 from tests.kube.support import poll
 from tests.kubeclient import Kube
 
-PROD, STAGING = "prod", "staging"
+PROD, STAGING, BROKEN = "prod", "staging", "broken"
+UNREADABLE_SERIES = b"""# TYPE stalewatch_up gauge
+stalewatch_up NaN
+# TYPE stalewatch_synced gauge
+stalewatch_synced 0.5
+"""
+"""What `broken` exports: Prometheus stores both; neither is a value a stalewatch writes."""
 WITHIN = 60.0
 """Deadline for a change in a cluster to travel stalewatch -> scrape -> query -> fleet."""
 STALENESS_WINDOW = 300.0
@@ -81,6 +92,11 @@ class FleetRig:
     def document(self, query: str = "") -> dict[str, Any]:
         result: dict[str, Any] = get_json(f"{self.fleet}/api/v1/fleet{query}")
         return result
+
+    def page(self, query: str = "") -> str:
+        with urllib.request.urlopen(f"{self.fleet}/{query}", timeout=5) as response:
+            text: str = response.read().decode()
+            return text
 
     def cluster(self, name: str, document: dict[str, Any] | None = None) -> dict[str, Any]:
         [found] = [c for c in (document or self.document())["clusters"] if c["name"] == name]
@@ -230,6 +246,30 @@ def fleet_running(workdir: Path, prometheus: str, clusters: dict[str, Cluster]) 
         command += ["--cluster-url", f"{cluster.name}={cluster.url}"]
     with process_running(command, f"http://{listen}/healthz", workdir / "fleet.log"):
         yield f"http://{listen}"
+
+
+@contextmanager
+def unreadable_exporter_running() -> Iterator[str]:
+    """host:port of a /metrics serving UNREADABLE_SERIES, for Prometheus to scrape as `broken`."""
+
+    class Metrics(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.end_headers()
+            self.wfile.write(UNREADABLE_SERIES)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Metrics)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def start_stalewatch(cluster: Cluster, kubeconfig: Path, namespace: str) -> None:

@@ -2,7 +2,8 @@
 one Prometheus scraping both with distinct `cluster` labels, and `stalewatch fleet` asking it.
 
 Both clusters start on the same healthy stack, prod on revision A and staging on revision B, and
-both are green in the fleet; then the tofu-controller incident happens in prod. Prometheus is
+both are green in the fleet, beside a third, broken, whose series the fleet cannot read (it is
+unknown throughout); then the tofu-controller incident happens in prod. Prometheus is
 restarted once, for the skew alert's hour. Last, staging's stalewatch is stopped. Everything is
 polled with a deadline; nothing asserts how long it took.
 """
@@ -27,6 +28,7 @@ from tests.controlplane.harness import CRDS, ControlPlane, free_port, running_co
 from tests.e2e.rig import RULES
 from tests.e2e.scenarios import tofu_controller_down
 from tests.fleet.rig import (
+    BROKEN,
     PROD,
     RESTORED_WITHIN,
     STAGING,
@@ -38,10 +40,12 @@ from tests.fleet.rig import (
     new_cluster,
     prometheus_running,
     start_stalewatch,
+    unreadable_exporter_running,
 )
 from tests.kube.support import poll
 from tests.kubeclient import Kube
 from tests.web.conftest import Watched
+from tests.web.dom import parse
 from watcher.fleet.prom import Prometheus
 from watcher.fleet.server import FleetSource, create_fleet_app
 
@@ -51,6 +55,7 @@ SKEW_ALERT = "StalewatchRevisionSkewAcrossClusters"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 """Where the page's screenshot is kept (git ignores it)."""
 CRITICAL_RED, HEALTHY_GREEN, OFF_PINK = "rgb(197, 34, 31)", "rgb(24, 128, 56)", "rgb(252, 232, 230)"
+UNKNOWN_GREY = "rgb(95, 99, 104)"
 
 
 def states(document: dict[str, Any]) -> dict[str, str]:
@@ -77,16 +82,17 @@ async def rig(
             try:
                 start_stalewatch(prod, control_plane.kubeconfig, ns)
                 start_stalewatch(staging, second.kubeconfig, ns)
-                targets = {PROD: prod.stalewatch, STAGING: staging.stalewatch}
                 with ExitStack() as running:
+                    broken = running.enter_context(unreadable_exporter_running())
+                    targets = {PROD: prod.stalewatch, STAGING: staging.stalewatch, BROKEN: broken}
                     store = running.enter_context(prometheus_running(workdir, targets))
                     fleet = running.enter_context(
                         fleet_running(workdir, store.url, {PROD: prod, STAGING: staging})
                     )
                     rig = FleetRig(ns, {PROD: prod, STAGING: staging}, store, fleet, workdir)
                     await rig.until_fleet(
-                        lambda d: states(d) == {PROD: "healthy", STAGING: "healthy"},
-                        what="both clusters green before the incident",
+                        lambda d: states(d) == {PROD: "healthy", STAGING: "healthy", BROKEN: "unknown"},
+                        what="both clusters green before the incident, broken unknown",
                     )
                     for act in tofu_controller_down(ns).acts:
                         await act(kube, ns)
@@ -106,7 +112,7 @@ async def incident_seen(rig: FleetRig) -> dict[str, Any]:
     symptoms (so its blast radius) one scrape at a time after, as stalewatch sees each act."""
     return await rig.until_fleet(
         lambda d: (
-            states(d) == {PROD: "critical", STAGING: "healthy"}
+            states(d) == {PROD: "critical", STAGING: "healthy", BROKEN: "unknown"}
             and any(
                 g["type"] == "ControllerDown" and [w["blast_radius"] for w in g["clusters"]] == [BLAST_RADIUS]
                 for g in d["roots"]
@@ -146,6 +152,23 @@ async def test_the_fleet_shows_prod_down_on_its_controller_and_staging_green(rig
     assert root["clusters"] == [
         {"cluster": PROD, "url": rig.clusters[PROD].url, "severity": "critical", "blast_radius": BLAST_RADIUS}
     ]
+
+
+async def test_a_cluster_whose_series_cannot_be_read_is_unknown_in_the_page_and_the_api(
+    rig: FleetRig,
+) -> None:
+    document = await incident_seen(rig)
+    broken = rig.cluster(BROKEN, document)
+    assert broken["state"] == "unknown"
+    assert broken["why"] == (
+        'its samples cannot be read: up "NaN", not a finite number; synced "0.5", not 0 or 1'
+    )
+    assert (broken["up"], broken["synced"]) == (None, None), "not false: not known"
+    assert broken["last_sample"] is not None, "it reports: only its values cannot be read"
+    rows = parse(rig.page()).by_id("clusters").all("tr")[1:]
+    shown = {row.all("td")[0].text: (row.all("td")[1].text, row.all("td")[2].text) for row in rows}
+    assert shown[BROKEN] == ("unknown", broken["why"])
+    assert shown[PROD][0] == "critical"
 
 
 async def test_the_version_matrix_shows_the_kustomization_on_different_revisions_per_cluster(
@@ -261,10 +284,12 @@ async def test_the_fleet_page_in_chromium(rig: FleetRig, tab: Watched, artifacts
     page = tab.page
     assert (await page.locator(".banner").first.inner_text()).startswith("Live: the store at")
     rows = [" | ".join(r.split("\t")) for r in await page.locator("#clusters tr").all_inner_texts()]
-    assert rows[1].startswith(f"{PROD} | critical | root causes: 1 critical")
-    assert rows[2].startswith(f"{STAGING} | healthy | up, synced, no root cause")
+    assert rows[1].startswith(f"{BROKEN} | unknown | its samples cannot be read: up")
+    assert rows[2].startswith(f"{PROD} | critical | root causes: 1 critical")
+    assert rows[3].startswith(f"{STAGING} | healthy | up, synced, no root cause")
     assert await _color(page, "#clusters .state.critical") == CRITICAL_RED
     assert await _color(page, "#clusters .state.healthy") == HEALTHY_GREEN
+    assert await _color(page, "#clusters .state.unknown") == UNKNOWN_GREY
     line = await page.locator("#roots article.critical h3").first.inner_text()
     assert line == (
         f"CRITICAL ControllerDown Deployment {rig.namespace}/tofu-controller, ImagePullBackOff "
