@@ -213,6 +213,20 @@ async def test_a_healthy_cluster_is_healthy_over_the_same_fake() -> None:
     assert (seen.cluster()["state"], seen.document["healthy"]) == ("healthy", True)
 
 
+async def test_an_unreadable_blast_radius_is_null_and_shown_as_not_known_never_as_none_affected() -> None:
+    blast = {"root_kind": "Deployment", "root_namespace": "flux-system", "root_name": "tofu-controller"}
+    seen = await ask(
+        {
+            **healthy(),
+            "roots": vector(sample("3", cluster="a", **CRITICAL, **TOFU)),
+            "blast_radius": vector(sample("NaN", cluster="a", **blast)),
+        }
+    )
+    [group] = seen.document["roots"]
+    assert group["clusters"][0]["blast_radius"] is None
+    assert parse(seen.page).by_id("roots").one("h3").text.endswith("a (objects affected: not known)")
+
+
 def tiny_samples(count: int) -> bytes:
     """An answer of `count` samples as small as the API can write them."""
     one = b'{"metric":{},"value":[1,"1"]}'
