@@ -110,6 +110,120 @@ def test_a_put_that_only_erases_is_credited_to_the_one_other_manager() -> None:
     assert found.evidence["flips"] == 5
 
 
+def entry(manager: str, fields: Obj, *, operation: str = "Update", ago: timedelta = 60 * MIN) -> Obj:
+    """A managedFields entry as the API server writes it."""
+    return {
+        "manager": manager,
+        "operation": operation,
+        "apiVersion": "example.com/v1",
+        "time": ts(ago),
+        "fieldsType": "FieldsV1",
+        "fieldsV1": fields,
+    }
+
+
+def labels(*keys: str) -> Obj:
+    return {"f:metadata": {"f:labels": {f"f:{k}": {} for k in keys}}}
+
+
+def annotations(*keys: str) -> Obj:
+    return {"f:metadata": {"f:annotations": {f"f:{k}": {} for k in keys}}}
+
+
+KUBECTL_LABEL = entry("kubectl-label", labels("team"))
+CLIENT_SIDE_APPLY = entry(
+    "kubectl-client-side-apply",
+    {
+        "f:metadata": {
+            "f:annotations": {".": {}, "f:kubectl.kubernetes.io/last-applied-configuration": {}},
+            "f:labels": {".": {}, "f:app": {}},
+        }
+    },
+)
+SERVER_SIDE_APPLY = entry("kubectl", {"f:spec": {"f:size": {}}, **labels("app")}, operation="Apply")
+"""kubectl apply --server-side owns spec.size too: an apply never erases another's field."""
+HELM = entry(
+    "helm",
+    {**labels("app.kubernetes.io/managed-by"), **annotations("meta.helm.sh/release-name")},
+)
+KUSTOMIZE = entry(
+    "kustomize-controller",
+    {"f:spec": {"f:image": {}}, **labels("kustomize.toolkit.fluxcd.io/name")},
+    operation="Apply",
+)
+CONTROLLER_MANAGER = entry("kube-controller-manager", annotations("deployment.kubernetes.io/revision"))
+STATUS_ENTRY = {**entry("kube-controller-manager", {"f:status": {"f:replicas": {}}}), "subresource": "status"}
+WEBHOOK = entry("vpa-admission-controller", annotations("vpaUpdates"))
+"""A mutating webhook's changes are recorded under the manager of the request it mutated: here the
+VPA admission controller's own request, an annotation."""
+ALL = (
+    KUBECTL_LABEL,
+    CLIENT_SIDE_APPLY,
+    SERVER_SIDE_APPLY,
+    HELM,
+    KUSTOMIZE,
+    CONTROLLER_MANAGER,
+    STATUS_ENTRY,
+    WEBHOOK,
+)
+BYSTANDERS = [
+    pytest.param((KUBECTL_LABEL,), id="kubectl-label owning metadata.labels.team"),
+    pytest.param((CLIENT_SIDE_APPLY,), id="kubectl client-side apply"),
+    pytest.param((SERVER_SIDE_APPLY,), id="kubectl server-side apply owning a spec field"),
+    pytest.param((HELM,), id="helm"),
+    pytest.param((KUSTOMIZE,), id="kustomize-controller applying a spec field"),
+    pytest.param((CONTROLLER_MANAGER, STATUS_ENTRY), id="kube-controller-manager"),
+    pytest.param((WEBHOOK,), id="a mutating webhook's annotation"),
+    pytest.param(ALL, id="all of them"),
+]
+
+
+def beside(versions: list[Obj], bystanders: Sequence[Obj]) -> list[Obj]:
+    """The same versions, with managers writing other fields of the object in all of them."""
+    for version in versions:
+        version["metadata"]["managedFields"] = [*bystanders, *version["metadata"]["managedFields"]]
+    return versions
+
+
+@pytest.mark.parametrize("bystanders", BYSTANDERS)
+def test_a_fight_is_found_and_named_whatever_other_managers_write_the_object(
+    bystanders: Sequence[Obj],
+) -> None:
+    (found,) = writers_findings(beside(erasing_puts(3), bystanders))
+    assert found.evidence["writers"] == [MESH, OPERATOR]
+    assert found.evidence["managers"] == [MESH, OPERATOR]
+    assert found.evidence["fields"] == list(ADDED)
+    assert found.evidence["flips"] == 5
+    assert "3 writes by platform-operator took fields mesh-controller owned" in found.message
+    assert not any(b["manager"] in found.message for b in bystanders)
+
+
+@pytest.mark.parametrize("bystanders", BYSTANDERS)
+def test_a_lone_writer_among_other_managers_is_no_fight(bystanders: Sequence[Obj]) -> None:
+    assert writers_findings(beside(one_writer(), bystanders)) == []
+    assert writers_findings(beside(disjoint(), bystanders)) == []
+
+
+def test_erasing_writes_two_managers_may_have_made_are_still_a_fight_by_one_of_them() -> None:
+    """helm owns a spec field too, as near to the sidecar as the operator's: either could have
+    PUT the object without it; the mesh's fields flip all the same."""
+    helm_in_spec = entry("helm", {"f:spec": {"f:replicas": {}}})
+    (found,) = writers_findings(beside(erasing_puts(3), [helm_in_spec]))
+    assert found.evidence["writers"] == [MESH]
+    assert found.evidence["managers"] == [MESH]
+    assert "3 writes by one of helm or platform-operator took fields mesh-controller owned" in found.message
+
+
+def test_an_erasure_no_other_manager_is_near_is_credited_to_nobody() -> None:
+    """The operator erases its own sidecar and puts it back (its PUTs date no entry); kubectl-label
+    owns nothing under spec: no other side, no fight."""
+    versions = [widget(1, {OPERATOR: (30 * MIN, OWN)})]
+    for r in range(3):
+        versions.append(widget(2 + 2 * r, {OPERATOR: ((20 - r) * MIN, OWN + ADDED)}))
+        versions.append(widget(3 + 2 * r, {OPERATOR: ((20 - r) * MIN, OWN)}))
+    assert writers_findings(beside(versions, [KUBECTL_LABEL])) == []
+
+
 def one_writer() -> list[Obj]:
     """The operator alone, changing its own fields every minute."""
     return [widget(g, {OPERATOR: ((20 - g) * MIN, OWN[: 1 + g % 2])}) for g in range(1, 12)]

@@ -10,14 +10,26 @@ one's fields vanish from its set, come back on its next turn, vanish again: the 
 spec changes each time (metadata.generation bumps), and each side thinks it is in charge.
 
 This module follows successive versions of the same object (watch events live; a snapshot series
-in `analyze`). A version that changes the spec is a turn, by the manager whose entry changed
-(newest write time first; a PUT that only erased fields dates no entry, see `_eraser`).
-A turn flips when another manager lost fields in it (erased or taken
+in `analyze`). A version that changes the spec is a turn, by the manager whose write time moved
+(the newest first). A turn flips when another manager lost fields in it (erased or taken
 over), or when its writer took back fields it had lost in an earlier turn. A fight is at least
 `conflicting_writers_flips` flipping turns, by two or more writers, within `conflicting_writers_window`.
 Not a fight: one manager writing often, two writing disjoint fields, a single handover (one flip),
 status written through the status subresource (those entries are never read, and such writes do
 not bump the generation).
+
+Judged per field, whatever else writes the object: real objects carry several managers
+(kubectl-client-side-apply or kubectl's server-side apply, helm, kustomize-controller,
+kube-controller-manager; a mutating webhook's changes are recorded under the manager of the
+request it mutated), and a manager whose fields no turn touches is a bystander: never named, never
+in the way. A PUT that only erased fields dates no entry (the API server moves a manager's time
+only when its write took fields), so who wrote it is inferred (`possible_erasers`, `_resolve`):
+not a manager that lost fields in it, not one that only applies (an apply never removes a field
+another manager owns), and, of the rest, the one owning fields nearest to the fought-over ones
+(sharing the longest leading part of their paths: the operator owning `spec.port` erased
+`spec.sidecar`, not kubectl-label owning `metadata.labels.team`). When two are as near, the
+writes are "by one of" them, and still count as the other side; when none owns a field under the
+same top-level field, the eraser is unknown and the writes count for no side.
 
 Bounded state, and none of its own for a quiet object: each managedFields entry the model stores
 keeps the hash of its field set (HASH) in place of the set, so the previous version, which the
@@ -28,10 +40,12 @@ the flips threshold) kept here, and they are dropped again once no turn flipped 
 
 from __future__ import annotations
 
+import re
 from collections import Counter, deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from itertools import islice
 from typing import Any
 
 from watcher.model.ingest.fieldsets import paths_of, shown
@@ -67,6 +81,9 @@ class Turn:
     """(manager, the fields it lost: () when not known, a quiet object's first flip)."""
     regained: tuple[str, ...]
     """Fields the writer took back after losing them."""
+    candidates: tuple[str, ...] = ()
+    """When no entry dates the version (writer ""): the managers that may have erased the fields
+    (`possible_erasers`), one of which `_resolve` names, or several equally near."""
 
 
 @dataclass(slots=True)
@@ -78,6 +95,7 @@ class _Fight:
 
 Written = tuple[tuple[str, str, str], ...]
 """Per entry outside the status subresource: (manager, its projected fieldsV1, its time)."""
+APPLY = "Apply"
 
 
 def fields_of(obj: Mapping[str, Any]) -> Written | None:
@@ -140,23 +158,86 @@ def owners_of(texts: Mapping[str, str]) -> Owners:
 
 
 def writer_of(before: Marks, after: Marks) -> str:
-    """The manager whose entry changed (the newest write among them), "" when none did."""
-    changed = [
-        (time, manager) for manager, (digest, time) in after.items() if before.get(manager) != (digest, time)
+    """The manager whose write time moved (the newest among them), "" when none did: an entry
+    that only shrank lost fields to someone else's write (or its own erasing PUT), it wrote nothing."""
+    moved = [
+        (time, manager)
+        for manager, (_, time) in after.items()
+        if manager not in before or before[manager][1] != time
     ]
-    return max(changed)[1] if changed else ""
+    return max(moved)[1] if moved else ""
 
 
-def _eraser(before: Marks, after: Marks) -> str:
-    """Who wrote a version no entry dates: the API server moves an entry's time only when its
-    write took fields, so a PUT that only erased fields leaves every time as it was. When one
-    manager lost fields and one other manager is on the object, that other one erased them."""
-    losers = [m for m, (digest, _) in before.items() if m not in after or after[m][0] != digest]
-    others = [m for m in after if m not in losers]
-    return others[0] if len(losers) == 1 and len(others) == 1 else ""
+def possible_erasers(before: Marks, after: Marks, *, appliers: frozenset[str]) -> tuple[str, ...]:
+    """Who may have written a version no entry dates, in which some managers lost fields: any
+    manager on the object that lost none, but for those that only apply."""
+    losers = {m for m, (digest, _) in before.items() if m not in after or after[m][0] != digest}
+    if not losers:
+        return ()
+    return tuple(sorted(m for m in after if m not in losers and m not in appliers))
 
 
-def turn_of(writer: str, at: datetime, before: Owners, after: Owners, earlier: Sequence[Turn]) -> Turn:
+def appliers_of(obj: Mapping[str, Any]) -> frozenset[str]:
+    """The managers whose every entry (outside status) is an Apply."""
+    operations: dict[str, set[str]] = {}
+    for entry in obj["metadata"].get("managedFields") or ():
+        if entry.get("subresource", "") != STATUS:
+            operations.setdefault(entry.get("manager") or "(no manager)", set()).add(
+                entry.get("operation", "")
+            )
+    return frozenset(m for m, ops in operations.items() if ops == {APPLY})
+
+
+_SEGMENT = re.compile(r"[^.\[]+|\[[^\]]*\]")
+
+
+def _prefixes(path: str, *, limit: int | None = None) -> list[str]:
+    """`spec.a[x=1].b` as its leading parts, shortest first: spec, spec.a, spec.a[x=1], spec.a[x=1].b
+    (the first `limit` of them)."""
+    return [path[: match.end()] for match in islice(_SEGMENT.finditer(path), limit)]
+
+
+def _resolve(turns: Sequence[Turn], owners: Owners) -> list[Turn]:
+    """Each undated turn credited to the possible eraser owning fields nearest to the fields the
+    fight is over (see the module docstring); the equally near ones kept when there are several."""
+    fought = {p for t in turns for _, paths in t.lost for p in paths} | {p for t in turns for p in t.regained}
+    depth = {prefix: n for path in fought for n, prefix in enumerate(_prefixes(path), 1)}
+    deepest = max(depth.values(), default=0)
+    nearness: dict[str, int] = {}
+
+    def near(manager: str) -> int:
+        if manager not in nearness:
+            nearness[manager] = max(
+                (
+                    depth.get(prefix, 0)
+                    for path in owners.get(manager, ())
+                    for prefix in _prefixes(path, limit=deepest)
+                ),
+                default=0,
+            )
+        return nearness[manager]
+
+    out: list[Turn] = []
+    for turn in turns:
+        if turn.writer or not turn.candidates:
+            out.append(turn)
+            continue
+        best = max(near(m) for m in turn.candidates)
+        nearest = tuple(m for m in turn.candidates if near(m) == best) if best else ()
+        one = nearest[0] if len(nearest) == 1 else ""
+        out.append(replace(turn, writer=one, candidates=() if one else nearest))
+    return out
+
+
+def turn_of(
+    writer: str,
+    at: datetime,
+    before: Owners,
+    after: Owners,
+    earlier: Sequence[Turn],
+    *,
+    candidates: tuple[str, ...],
+) -> Turn:
     """What a spec change by `writer` did to the others' fields and its own lost ones."""
     lost = tuple(
         (manager, tuple(sorted(gone)))
@@ -172,7 +253,7 @@ def turn_of(writer: str, at: datetime, before: Owners, after: Owners, earlier: S
                 had.update(paths)
                 unknown = unknown or not paths
     regained = gained if unknown else gained & had
-    return Turn(writer, at, lost, tuple(sorted(regained)))
+    return Turn(writer, at, lost, tuple(sorted(regained)), () if writer else candidates)
 
 
 class Writers:
@@ -211,7 +292,8 @@ class Writers:
         times = {manager: at for manager, (_, at) in marks.items()}
         owners = owners_of(texts)
         dated = writer_of(before, marks)
-        writer = dated or _eraser(before, marks)
+        writer = dated
+        candidates = () if dated else possible_erasers(before, marks, appliers=appliers_of(obj))
         # an undated turn came after every write either version records: the newest is its lower bound
         recorded = [t for _, t in before.values()] + list(times.values())
         newest = times.get(dated) if dated else max(recorded, default="")
@@ -221,11 +303,10 @@ class Writers:
                 m for m, mark in before.items() if m != writer and marks.get(m, (0, ""))[0] != mark[0]
             )
             if touched:
-                self._start(
-                    key, subject_of(obj), owners, Turn(writer, at, tuple((m, ()) for m in touched), ())
-                )
+                lost = tuple((m, ()) for m in touched)
+                self._start(key, subject_of(obj), owners, Turn(writer, at, lost, (), candidates))
             return
-        turn = turn_of(writer, at, fight.owners, owners, fight.turns)
+        turn = turn_of(writer, at, fight.owners, owners, fight.turns, candidates=candidates)
         fight.owners = owners
         if turn.lost or turn.regained:
             fight.turns.append(turn)
@@ -259,7 +340,7 @@ class Writers:
                 del self._fights[key]
                 continue
             due.append(recent[0].at + self._window)
-            finding = self._judge(fight.subject, recent, now=now)
+            finding = self._judge(fight.subject, _resolve(recent, fight.owners), now=now)
             if finding is not None:
                 found[key] = finding
         self._due = min(due, default=datetime.max.replace(tzinfo=now.tzinfo))
@@ -275,8 +356,11 @@ class Writers:
         return sorted(self._fights)
 
     def _judge(self, subject: Subject, turns: Sequence[Turn], *, now: datetime) -> Finding | None:
+        """A fight: enough flips, by two sides: two named writers, or one and writes by one of
+        several managers none of them named."""
         writers = sorted({t.writer for t in turns if t.writer})
-        if len(turns) < self._flips or len(writers) < 2:
+        unnamed = any(t.candidates and not set(t.candidates) & set(writers) for t in turns)
+        if len(turns) < self._flips or len(writers) + unnamed < 2:
             return None
         return conflicting_writers(subject, turns, writers=writers, config=self._config, now=now)
 
@@ -317,21 +401,28 @@ def conflicting_writers(
 def _story(turns: Sequence[Turn]) -> str:
     """Who took whose fields how often, and who took them back: "3 writes by edge-operator took
     fields mesh-controller owned; 2 by mesh-controller took them back"."""
-    took = Counter((t.writer, manager) for t in turns for manager, _ in t.lost)
     back = Counter(t.writer for t in turns if t.regained)
+    took = Counter((_by(t), manager) for t in turns for manager, _ in t.lost)
     parts = [
-        f"{_count(n)} by {shown(w, limit=80) if w else 'an unnamed manager'} took fields"
-        f" {shown(m, limit=80)} owned"
+        f"{_count(n)} by {w} took fields {shown(m, limit=80)} owned"
         for (w, m), n in sorted(took.items(), key=lambda item: (-item[1], item[0]))
     ]
     parts += [f"{_count(n)} by {shown(w, limit=80)} took them back" for w, n in sorted(back.items())]
     return "; ".join(parts)
 
 
+def _by(turn: Turn) -> str:
+    if turn.writer:
+        return shown(turn.writer, limit=80)
+    if turn.candidates:
+        return "one of " + _names(turn.candidates, word="or")
+    return "an unnamed manager"
+
+
 def _count(writes: int) -> str:
     return "1 write" if writes == 1 else f"{writes} writes"
 
 
-def _names(names: Sequence[str]) -> str:
+def _names(names: Sequence[str], *, word: str = "and") -> str:
     quoted = [shown(n, limit=80) for n in names]
-    return " and ".join(quoted) if len(quoted) < 3 else ", ".join(quoted[:-1]) + f" and {quoted[-1]}"
+    return f" {word} ".join(quoted) if len(quoted) < 3 else ", ".join(quoted[:-1]) + f" {word} {quoted[-1]}"
