@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from watcher.model.cluster.audits import Audit, Policy
-from watcher.model.cluster.compliance import ComplianceReport, StackViolations
+from watcher.model.cluster.compliance import ComplianceReport, StackViolations, Unread
 from watcher.model.evaluation import Evaluation
 from watcher.model.ingest.objects import Key
 from watcher.model.types import (
@@ -408,7 +408,8 @@ def hostile() -> Evaluation:
 def policy_compliance() -> Evaluation:
     """A dryrun Gatekeeper constraint whose audit lists 20 of its 23 violations, 20 in one
     Kustomization's stack, the other 3 unlisted; a Kyverno ClusterPolicy in Audit mode failing
-    and warning on a HelmRelease's Deployment; a namespaced Policy failing on an object no stack owns."""
+    and warning on a HelmRelease's Deployment; a namespaced Policy failing on an object no stack owns;
+    a policy report whose summary.fail is a string: not judged."""
     labels = Policy("gatekeeper", "K8sRequiredLabels", "must-have-owner")
     owner = Policy("kyverno", "ClusterPolicy", "require-owner")
     local = Policy("kyverno", "Policy", "team-c/require-limits")
@@ -430,5 +431,15 @@ def policy_compliance() -> Evaluation:
         objects=[],
         controllers=[],
         revisions=[],
-        compliance=ComplianceReport(rows, audits, reports=2),
+        compliance=ComplianceReport(
+            rows,
+            audits,
+            reports=3,
+            unread=(
+                Unread(
+                    Key("wgpolicyk8s.io", "PolicyReport", "team-c", "uid-db"),
+                    "summary.fail is not an integer ('3')",
+                ),
+            ),
+        ),
     )

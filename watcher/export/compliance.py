@@ -3,7 +3,8 @@
 A section, not findings: audit results are information for each stack's owner (a dryrun or warn
 constraint denies nothing; a deny one reports objects admitted before it), so they change no exit
 code and page nobody. What stalewatch could not look at is said (a policy kind it cannot list, a
-constraint never audited), never shown as compliant.
+constraint never audited, a constraint or report whose counts cannot be read, with why), never
+shown as compliant.
 """
 
 from __future__ import annotations
@@ -50,24 +51,30 @@ def text_lines(report: ComplianceReport | None) -> list[str]:
         audit = audits.get(policy)
         when = f", audited {rfc3339(audit.audited)}" if audit is not None and audit.audited else ""
         total = sum(r.count for rows in stacks.values() for r in rows)
+        least = "at least " if audit is not None and audit.total is None else ""
         lines.append(
-            f"  {policy_name(policy)} ({action}): {total} violation{'' if total == 1 else 's'}{when}"
+            f"  {policy_name(policy)} ({action}): {least}{total} violation{'' if total == 1 else 's'}{when}"
         )
         for stack, rows in stacks.items():
             objects = sorted({o for r in rows for o in r.objects})
             named = f" ({', '.join(describe(o) for o in objects)})" if objects else " (counted, not listed)"
             lines.append(f"    {stack_name(stack)}: {counts(rows)}{named}")
     for audit in report.audits:
+        if audit.total is None:  # said below, with why
+            continue
         if audit.audited is None:
             lines.append(f"  {policy_name(audit.policy)} ({audit.action}): not judged, never audited yet")
         elif audit.total == 0:
             stamp = rfc3339(audit.audited)
             lines.append(f"  {policy_name(audit.policy)} ({audit.action}): no violations, audited {stamp}")
+    lines += [
+        f"  not judged: {describe(u.obj)}: its counts cannot be read ({u.reason})" for u in report.unread
+    ]
     if report.blind:
         lines.append(
             f"  not judged: stalewatch cannot list {', '.join(report.blind)} (forbidden or not listed yet)"
         )
-    if not report.violations and not report.blind:
+    if not report.violations and not report.blind and not report.unread:
         lines.append("  no violations reported")
     return lines
 
@@ -102,6 +109,7 @@ def document(report: ComplianceReport | None) -> dict[str, Any]:
         ],
         "reports": found.reports,
         "not_judged": list(found.blind),
+        "unreadable": [{"object": _key(u.obj), "reason": u.reason} for u in found.unread],
     }
 
 

@@ -47,7 +47,7 @@ from watcher.export.finding_rows import (
     where,
 )
 from watcher.export.itemized import Itemized
-from watcher.model.cluster.compliance import StackViolations
+from watcher.model.cluster.compliance import StackViolations, Unread
 from watcher.model.evaluation import Evaluation
 from watcher.model.types import (
     CONTROLLER_DOWN_REASONS,
@@ -211,6 +211,20 @@ GROUPS: tuple[_Group, ...] = (
                     "stack_name",
                 ),
                 of=lambda row: (violation_labels(row), float(row.count)),
+            ),
+        ),
+    ),
+    _Group(
+        "policy_unread",
+        lambda e: e.compliance.unread if e.compliance is not None else (),
+        (
+            Gauge[Unread](
+                "stalewatch_policy_objects_not_judged",
+                "1 per Gatekeeper constraint or policy report whose violation counts cannot be read (a"
+                " totalViolations or summary count that is no integer, past int64 or negative): its"
+                " violations are unknown, never none (analyze and the page say why).",
+                ("group", "kind", "namespace", "name"),
+                of=lambda u: ((u.obj.group, u.obj.kind, u.obj.namespace, u.obj.name), 1.0),
             ),
         ),
     ),

@@ -36,6 +36,8 @@ from watcher.web.search import found_in
 STACKS_PER_PAGE = 50
 ROWS_OPEN = 200
 ROWS_PER_PAGE = 500
+UNREAD_NAMED = 8
+"""Policy objects whose counts cannot be read named on the page (all are counted)."""
 HEADER = (
     "Object",
     "Status",
@@ -166,6 +168,14 @@ def _summary_text(
         lines.append(
             f'<p class="down">Policy violations not judged: stalewatch cannot list {escape(blind)} '
             "(forbidden or not listed yet).</p>"
+        )
+    if forest.policies_unread:
+        unread = forest.policies_unread
+        named = "; ".join(f"{describe(u.obj)} ({u.reason})" for u in unread[:UNREAD_NAMED])
+        more = f" and {len(unread) - UNREAD_NAMED} more" if len(unread) > UNREAD_NAMED else ""
+        lines.append(
+            f'<p class="down">Policy violations not judged: the counts of {escape(named)}{more}'
+            " cannot be read.</p>"
         )
     if not forest.stacks:
         lines.append("<p>No root Kustomization seen.</p>")

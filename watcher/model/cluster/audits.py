@@ -17,6 +17,11 @@ Counted as violations: Gatekeeper's listed and unlisted ones, and the fail, warn
 results (an error is a check that could not run: not compliant either). Whatever is counted but
 not listed (a constraint's total past its list, a report's summary past its results) is a
 violation of no known object: unattributed, never dropped.
+
+A count that cannot be read (a totalViolations or summary count that is a string, a boolean, a
+number past int64 or below zero; the projection rejects all but the last and drops them) says
+nothing about compliance: the object's Read carries why (`unread`), and compliance.py lists it
+not judged, never "no violations". What it lists is still counted (at least that many).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from typing import Any
 
 from watcher.model.ingest.kinds import GATEKEEPER_GROUP, KINDS, KYVERNO_GROUP, POLICY_REPORT_GROUP
 from watcher.model.ingest.objects import Key, dig, group_of, key_of, text, time_at
+from watcher.model.ingest.projection import REJECTED
 
 COUNTED = ("fail", "warn", "error")
 """The results that are not compliance, in the order they are shown."""
@@ -72,7 +78,8 @@ class Audit:
     action: str
     audited: datetime | None
     """None: never audited (no status yet): not judged, never compliant."""
-    total: int
+    total: int | None
+    """None: its totalViolations cannot be read (Read.unread says why)."""
     listed: int
 
 
@@ -82,6 +89,24 @@ class Read:
 
     violations: tuple[Violation, ...]
     audit: Audit | None = None
+    unread: str = ""
+    """Why its counts cannot be read ("" when they can): not judged, whatever it lists."""
+
+
+def unread(obj: Mapping[str, Any], counts: Mapping[str, Any]) -> str:
+    """Why the counts at these fields (dotted, as the projection names its rejected fields) cannot
+    be read: each rejected (the projection dropped it), or negative; "" when all can."""
+    problems = [
+        f"{r['field']} {r['problem']} ({r['value']!a})"
+        for r in obj.get(REJECTED) or ()
+        if any(r["field"] == field or field.startswith(f"{r['field']}.") for field in counts)
+    ]
+    problems += [
+        f"{field} is negative ({value})"
+        for field, value in counts.items()
+        if isinstance(value, int) and value < 0
+    ]
+    return "; ".join(problems)
 
 
 def read_constraint(obj: Mapping[str, Any]) -> Read:
@@ -90,15 +115,17 @@ def read_constraint(obj: Mapping[str, Any]) -> Read:
     action = (text(obj, "spec", "enforcementAction") or DEFAULT_ACTION).lower()
     audited = time_at(obj, "status", "auditTimestamp")
     listed = dig(obj, "status", "violations") or []
-    total = dig(obj, "status", "totalViolations")
-    total = total if isinstance(total, int) and total >= len(listed) else len(listed)
+    counted = dig(obj, "status", "totalViolations")
+    why = unread(obj, {"status.totalViolations": counted})
+    total = counted if isinstance(counted, int) and counted >= len(listed) else len(listed)
     found = [
         Violation(policy, (v.get("enforcementAction") or action).lower(), "fail", _violated(v))
         for v in listed
     ]
     if total > len(listed):
         found.append(Violation(policy, action, "fail", None, total - len(listed)))
-    return Read(tuple(found), Audit(policy, action, audited, total, len(listed)))
+    audit = Audit(policy, action, audited, None if why else total, len(listed))
+    return Read(tuple(found), audit, why)
 
 
 def _violated(entry: Mapping[str, Any]) -> Key:
@@ -132,7 +159,7 @@ def read_report(obj: Mapping[str, Any]) -> Read:
         counted = summary.get(outcome)
         if isinstance(counted, int) and counted > listed[outcome]:
             found.append(Violation(Policy(engine, "", ""), "", outcome, None, counted - listed[outcome]))
-    return Read(tuple(found))
+    return Read(tuple(found), unread=unread(obj, {f"summary.{o}": summary.get(o) for o in COUNTED}))
 
 
 def _report_policy(result: Mapping[str, Any]) -> Policy:

@@ -13,7 +13,8 @@ denies nothing, and one in deny mode reports objects that exist already (admissi
 ones, which PolicyDenied reports when a controller keeps retrying). So it pages nobody.
 
 Never "compliant" when stalewatch could not look: a policy kind it cannot list (403, not listed
-yet) is named in `blind`, and a constraint never audited says so (audits.Audit.audited None).
+yet) is named in `blind`, a constraint never audited says so (audits.Audit.audited None), and a
+constraint or report whose counts cannot be read is named in `unread` with why (audits.Read.unread).
 
 Incremental: each policy object is read once per change; the attribution (O(violations), plus a
 pass over inventories while some violated object is not watched) is built again only when a
@@ -66,6 +67,14 @@ class StackViolations:
 
 
 @dataclass(frozen=True, slots=True)
+class Unread:
+    """A constraint or policy report whose violation counts cannot be read: not judged."""
+
+    obj: Key
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class ComplianceReport:
     violations: tuple[StackViolations, ...] = ()
     """By policy, then stack (unattributed last)."""
@@ -75,11 +84,13 @@ class ComplianceReport:
     """How many policy reports were read."""
     blind: tuple[str, ...] = ()
     """Policy kinds stalewatch cannot list now: their violations are unknown, not absent."""
+    unread: tuple[Unread, ...] = ()
+    """Policy objects whose counts cannot be read: what they list is counted, the rest unknown."""
 
     @property
     def seen(self) -> bool:
         """Whether there is anything to say: a policy object read, or a policy kind unseen."""
-        return bool(self.audits or self.reports or self.blind)
+        return bool(self.audits or self.reports or self.blind or self.unread)
 
     def by_stack(self) -> dict[Key | None, list[StackViolations]]:
         found: dict[Key | None, list[StackViolations]] = defaultdict(list)
@@ -222,7 +233,8 @@ class Compliance:
         rows.sort(key=lambda r: (r.policy, r.action, r.result, r.stack is None, r.stack or _NO_STACK))
         audits = tuple(read.audit for _, read in sorted(self._reads.items()) if read.audit is not None)
         reports = sum(1 for key in self._reads if key.group != GATEKEEPER_GROUP)
-        return ComplianceReport(tuple(rows), audits, reports, self._blind())
+        unread = tuple(Unread(key, read.unread) for key, read in sorted(self._reads.items()) if read.unread)
+        return ComplianceReport(tuple(rows), audits, reports, self._blind(), unread)
 
     def _action(self, violation: Violation) -> str:
         if violation.policy.engine != "kyverno" or not violation.policy.name:

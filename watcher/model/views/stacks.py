@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from watcher.model.cluster.compliance import StackViolations
+from watcher.model.cluster.compliance import ComplianceReport, StackViolations, Unread
 from watcher.model.evaluation import Evaluation
 from watcher.model.ingest.flux import inventory, release_keys
 from watcher.model.ingest.kinds import HELM_GROUP, KINDS, KUSTOMIZE_GROUP
@@ -121,6 +121,8 @@ class Forest:
     """Where each object appears: (stack index, row index), for its owner chain."""
     policies_blind: tuple[str, ...] = ()
     """Policy kinds stalewatch cannot list: no row's violations can be told (cluster/compliance.py)."""
+    policies_unread: tuple[Unread, ...] = ()
+    """Constraints and reports whose counts cannot be read: their violations are unknown."""
 
     def stack(self, root: Key) -> Stack | None:
         places = self.placed.get(root, ())
@@ -188,8 +190,13 @@ def build_forest(snapshot: Objects, evaluation: Evaluation) -> Forest:
     for index, stack in enumerate(stacks):
         for at, row in enumerate(stack.rows):
             placed[row.key].append((index, at))
-    blind = evaluation.compliance.blind if evaluation.compliance is not None else ()
-    return Forest(tuple(stacks), {key: tuple(places) for key, places in placed.items()}, blind)
+    compliance = evaluation.compliance or ComplianceReport()
+    return Forest(
+        tuple(stacks),
+        {key: tuple(places) for key, places in placed.items()},
+        compliance.blind,
+        compliance.unread,
+    )
 
 
 def _left_behind(findings: Iterable[Finding]) -> dict[Key, list[Key]]:
