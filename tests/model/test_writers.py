@@ -224,6 +224,25 @@ def test_an_erasure_no_other_manager_is_near_is_credited_to_nobody() -> None:
     assert writers_findings(beside(versions, [KUBECTL_LABEL])) == []
 
 
+def shrinking(*, same_second: bool) -> list[Obj]:
+    """The mesh also owns an annotation the operator's PUT keeps: its entry shrinks to it, never
+    vanishes; `same_second`: every mesh write within the second of its first one (no time moves)."""
+    mark = ("metadata.annotations.mesh",)
+    versions = [widget(1, {OPERATOR: (30 * MIN, OWN)})]
+    for r in range(3):
+        at = 20 * MIN if same_second else (20 - r) * MIN
+        versions.append(widget(2 + 2 * r, {OPERATOR: (30 * MIN, OWN), MESH: (at, ADDED + mark)}))
+        versions.append(widget(3 + 2 * r, {OPERATOR: (30 * MIN, OWN), MESH: (at, mark)}))
+    return versions
+
+
+@pytest.mark.parametrize("same_second", [False, True], ids=["apart", "within one second"])
+def test_an_erasure_that_leaves_the_loser_an_entry_is_not_credited_to_the_loser(same_second: bool) -> None:
+    (found,) = writers_findings(shrinking(same_second=same_second))
+    assert found.evidence["writers"] == [MESH, OPERATOR]
+    assert found.evidence["fields"] == list(ADDED)
+
+
 def one_writer() -> list[Obj]:
     """The operator alone, changing its own fields every minute."""
     return [widget(g, {OPERATOR: ((20 - g) * MIN, OWN[: 1 + g % 2])}) for g in range(1, 12)]

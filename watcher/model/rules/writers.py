@@ -11,8 +11,9 @@ spec changes each time (metadata.generation bumps), and each side thinks it is i
 
 This module follows successive versions of the same object (watch events live; a snapshot series
 in `analyze`). A version that changes the spec is a turn, by the manager whose write time moved
-(the newest first). A turn flips when another manager lost fields in it (erased or taken
-over), or when its writer took back fields it had lost in an earlier turn. A fight is at least
+(the newest first), or else whose fields grew (`gainer`). A turn flips when another manager lost
+fields in it (erased or taken over), or when its writer took back fields it had lost in an earlier
+turn. A fight is at least
 `conflicting_writers_flips` flipping turns, by two or more writers, within `conflicting_writers_window`.
 Not a fight: one manager writing often, two writing disjoint fields, a single handover (one flip),
 status written through the status subresource (those entries are never read, and such writes do
@@ -168,6 +169,13 @@ def writer_of(before: Marks, after: Marks) -> str:
     return max(moved)[1] if moved else ""
 
 
+def gainer(before: Owners, after: Owners) -> str:
+    """The one manager whose set grew, "" unless exactly one did: only a write's own manager takes
+    fields, and a write within the second of its manager's previous one moves no time."""
+    grew = [m for m, paths in after.items() if paths - before.get(m, frozenset())]
+    return grew[0] if len(grew) == 1 else ""
+
+
 def possible_erasers(before: Marks, after: Marks, *, appliers: frozenset[str]) -> tuple[str, ...]:
     """Who may have written a version no entry dates, in which some managers lost fields: any
     manager on the object that lost none, but for those that only apply."""
@@ -291,12 +299,11 @@ class Writers:
         texts, marks = marks_of(written)
         times = {manager: at for manager, (_, at) in marks.items()}
         owners = owners_of(texts)
-        dated = writer_of(before, marks)
-        writer = dated
-        candidates = () if dated else possible_erasers(before, marks, appliers=appliers_of(obj))
+        writer = writer_of(before, marks) or (gainer(fight.owners, owners) if fight is not None else "")
+        candidates = () if writer else possible_erasers(before, marks, appliers=appliers_of(obj))
         # an undated turn came after every write either version records: the newest is its lower bound
         recorded = [t for _, t in before.values()] + list(times.values())
-        newest = times.get(dated) if dated else max(recorded, default="")
+        newest = times.get(writer) if writer else max(recorded, default="")
         at = parse_time(newest) or now
         if fight is None:
             touched = sorted(
