@@ -392,7 +392,11 @@ def hostile() -> Evaluation:
                     (),
                 )
                 for each in (HOSTILE, *EACH_ESCAPE)
-            )
+            ),
+            unread=tuple(
+                Unread(Key("wgpolicyk8s.io", "PolicyReport", f"ns-{HOSTILE}", f"report-{each}"), each)
+                for each in (HOSTILE, *EACH_ESCAPE)
+            ),
         ),
         unjudged=(
             (f"g-{HOSTILE}.io", f"Kind{HOSTILE}", 2),

@@ -13,11 +13,10 @@ This module follows successive versions of the same object (watch events live; a
 in `analyze`). A version that changes the spec is a turn, by the manager whose write time moved
 (the newest first), or else whose fields grew (`gainer`). A turn flips when another manager lost
 fields in it (erased or taken over), or when its writer took back fields it had lost in an earlier
-turn. A fight is at least
-`conflicting_writers_flips` flipping turns, by two or more writers, within `conflicting_writers_window`.
-Not a fight: one manager writing often, two writing disjoint fields, a single handover (one flip),
-status written through the status subresource (those entries are never read, and such writes do
-not bump the generation).
+turn. A fight is at least `conflicting_writers_flips` flipping turns, by two or more writers,
+within `conflicting_writers_window`. Not a fight: one manager writing often, two writing disjoint
+fields, a single handover (one flip), status written through the status subresource (those
+entries are never read, and such writes do not bump the generation).
 
 Judged per field, whatever else writes the object: real objects carry several managers
 (kubectl-client-side-apply or kubectl's server-side apply, helm, kustomize-controller,
