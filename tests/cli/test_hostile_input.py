@@ -161,7 +161,7 @@ def test_a_newline_in_a_message_cannot_forge_a_report_line(
         "WARNING Stalled: Kustomization flux-system/apps",
         "1 root cause (1 warning), 0 symptoms; 1 object evaluated.",
     ]
-    assert "  CRITICAL ControllerDown: Deployment flux-system/fake" in out.splitlines()
+    assert "        CRITICAL ControllerDown: Deployment flux-system/fake" in out.splitlines()
     assert code == 0
 
 

@@ -79,7 +79,7 @@ def test_a_root_block_lists_symptoms_in_its_blast_radius_grouped_by_kind() -> No
         "CRITICAL ControllerDown: Deployment flux-system/tofu-controller\n"
         "  since 2026-11-23T09:55:00Z (7d2h ago)\n"
         "  tofu-controller is down.\n"
-        "  Fix the image.\n"
+        "        Fix the image.\n"
         "  blast radius: 3 objects\n"
         "    Kustomization (1)\n"
         "      flux-system/apps  DependencyBlocked\n"

@@ -273,6 +273,17 @@ def _blast_radius(tags: dict[SubjectKey, set[str]]) -> list[str]:
     return lines
 
 
+CONTINUATION = " " * 8
+"""Where a text's second and later lines start: deeper than any line of a root block (the
+deepest, a blast radius entry, starts at 6), so a newline in a message the cluster wrote cannot
+start a `blast radius:`, `evidence:` or entry line of its own."""
+
+
 def _indented(text: str, prefix: str) -> list[str]:
-    """Every line of a multi-line text at the block's indent: none can start a line of its own."""
-    return [(prefix + line).rstrip() for line in lines_of(text)]
+    """A text at the block's indent, its continuation lines at CONTINUATION: none can pass for
+    a report line. A first line that starts with whitespace is continued too, as it could
+    otherwise pass for a deeper line of the block."""
+    lines = lines_of(text)
+    first = CONTINUATION if lines[0][:1].isspace() else prefix
+    indents = [first] + [CONTINUATION] * (len(lines) - 1)
+    return [(indent + line).rstrip() for indent, line in zip(indents, lines, strict=True)]
