@@ -215,7 +215,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         complain(f"stalewatch: {warning}")
     try:
         code: int = args.handler(args)
-        sys.stdout.flush()
+        if sys.stdout is not None:  # None: stdout closed (`>&-`), which the handler said
+            sys.stdout.flush()
     except ConfigError as error:
         for line in error.lines:
             complain(printable(line))

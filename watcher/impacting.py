@@ -34,13 +34,14 @@ from watcher.model.views.spelling import (
     resolve_kind,
     spellings,
 )
-from watcher.terminal import complain, printable
+from watcher.terminal import complain, printable, write_stdout
 
 _EXITS: tuple[tuple[int, str], ...] = (
     (0, "nothing depends on it, and every kind the answer needs was looked at"),
     (1, "something depends on it: the tree says what breaks, and why"),
     (2, "bad input: an unknown kind, the object not found, a file unreadable, or the cluster\n"
-        "could not be read (kubeconfig, unreachable, the target's kind forbidden)"),
+        "could not be read (kubeconfig, unreachable, the target's kind forbidden); or the answer\n"
+        "could not be written in full (a closed pipe, a full disk): never a partial one with 0 or 1"),
     (3, "stalewatch itself failed (a bug: the answer is unknown)"),
     (4, "nothing found depending on it, but a kind the answer needs could not be looked at\n"
         "(not in the snapshot, forbidden): not known to be safe"),
@@ -99,7 +100,6 @@ def impact_command(args: argparse.Namespace) -> int:
     overrides.update({k: v for k in ("kubeconfig", "context") if (v := getattr(args, k)) is not None})
     settings = load_settings(config_file=args.config, overrides=overrides)
     controllers = build_model_config(settings).controllers
-    code = EXIT_BAD_INPUT
     errors: list[Any] = []
     try:
         if live:
@@ -117,12 +117,13 @@ def impact_command(args: argparse.Namespace) -> int:
             raise BadInput(f"{describe(target)} not found {where}{because}")
         found = impact(target, store, controllers=controllers, sight=sight)
         code = EXIT_BAD_INPUT if errors else EXIT_CODES[found.outcome]
-        if args.output == "json":
-            sys.stdout.write(render_json(found, code=code))
-        else:
-            sys.stdout.write(render_text(found))
+        answer = render_json(found, code=code) if args.output == "json" else render_text(found)
+        failed = write_stdout(answer)
+        if failed:
+            raise BadInput(f"could not write the answer to stdout ({failed}): it is incomplete")
     except (SpellingError, BadInput) as error:
         complain(printable(f"stalewatch impact: {error}"))
+        code = EXIT_BAD_INPUT
     except KeyboardInterrupt:
         complain("stalewatch impact: interrupted")
         return EXIT_INTERRUPTED

@@ -11,6 +11,8 @@ styling (colour) is added after.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import sys
 
@@ -49,3 +51,20 @@ def complain(message: str) -> None:
     if sys.stderr is not None:
         for line in stderr_lines(message):
             print(line, file=sys.stderr)
+
+
+def write_stdout(text: str) -> str:
+    """Write `text` to stdout and flush it: "" once all of it is written, else why not, in one
+    line (a closed pipe, a full disk, stdout closed). After a failure stdout is /dev/null, so
+    that the interpreter's own flush at exit cannot fail again and print a traceback."""
+    stream = sys.stdout
+    if stream is None:
+        return "stdout is closed"
+    try:
+        stream.write(text)
+        stream.flush()
+    except OSError as error:
+        with contextlib.suppress(OSError, ValueError):  # not a file descriptor (a test's capture)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+        return error.strerror or str(error) or type(error).__name__
+    return ""

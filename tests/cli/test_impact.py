@@ -3,9 +3,7 @@ real loader, the model's graph and the renderers."""
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -368,59 +366,3 @@ def test_the_tree_written_out_by_hand_is_laid_out_byte_for_byte_as_orjson_lays_o
         == orjson.dumps({**document, "tree": nested(document["tree"])}, option=orjson.OPT_INDENT_2).decode()
         + "\n"
     )
-
-
-CHAIN = 3000
-"""Deeper than orjson nests (255) and than Python recurses by default (1,000)."""
-
-
-def chain_snapshot(path: Path) -> Path:
-    """Kustomizations k0 <- k1 <- ... each dependsOn the one before."""
-    items = []
-    for index in range(CHAIN):
-        spec: dict[str, Any] = {
-            "interval": "10m",
-            "path": "./",
-            "prune": True,
-            "sourceRef": {"kind": "GitRepository", "name": "flux-system"},
-        }
-        if index:
-            spec["dependsOn"] = [{"name": f"k{index - 1}"}]
-        meta = {"name": f"k{index}", "namespace": "flux-system"}
-        items.append(
-            {
-                "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
-                "kind": "Kustomization",
-                "metadata": meta,
-                "spec": spec,
-            }
-        )
-    path.write_bytes(orjson.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
-    return path
-
-
-def test_a_dependency_chain_thousands_deep_is_answered_in_text_and_json(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
-    snapshot = str(chain_snapshot(tmp_path / "chain.json"))
-    assert main(["impact", "ks/flux-system/k0", snapshot]) == 1
-    text = capsys.readouterr()
-    assert text.err == ""
-    blocked = [line.split()[2].rstrip(":") for line in text.out.splitlines()[1:CHAIN]]
-    assert blocked == [f"flux-system/k{index}" for index in range(1, CHAIN)]
-    assert main(["impact", "-o", "json", "ks/flux-system/k0", snapshot]) == 1
-    out = capsys.readouterr().out
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(4 * CHAIN)  # the reader's business: Python's json nests as deep as its recursion
-    try:
-        document = json.loads(out)
-    finally:
-        sys.setrecursionlimit(limit)
-    names, node = [], document["tree"]
-    while True:
-        names.append(node["name"])
-        if not node["children"]:
-            break
-        [node] = node["children"]
-    assert names == [f"k{index}" for index in range(CHAIN)]
-    assert document["summary"]["broken"] == CHAIN - 1

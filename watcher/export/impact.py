@@ -28,6 +28,10 @@ LABELS = {
     Effect.BLOCKED: "blocked",
 }
 _WIDTH = max(map(len, LABELS.values()))
+INDENT_LEVELS = 16
+"""How deep the layout indents, in the text and the document: past it a line is indented no
+further (the text shows its depth as a number), so the output grows with the number of objects,
+not with the square of a dependsOn chain's depth (10,000 deep was 2 GiB of indentation)."""
 
 
 def render_text(impact: Impact) -> str:
@@ -45,7 +49,8 @@ def render_text(impact: Impact) -> str:
 
 def _line(node: Node, *, depth: int) -> str:
     stack = f" [{installer_name(node.stack)}]" if node.stack is not None and node.stack != node.key else ""
-    return f"{'  ' * depth}{LABELS[node.effect]:<{_WIDTH}}  {describe(node.key)}{stack}: {node.why}"
+    indent = "  " * min(depth, INDENT_LEVELS) + (f"[{depth}] " if depth > INDENT_LEVELS else "")
+    return f"{indent}{LABELS[node.effect]:<{_WIDTH}}  {describe(node.key)}{stack}: {node.why}"
 
 
 def render_json(impact: Impact, *, code: int) -> str:
@@ -71,6 +76,8 @@ def render_json(impact: Impact, *, code: int) -> str:
     return head + _tree(impact.root) + tail + "\n"
 
 
+_DEEPEST = 2 * INDENT_LEVELS + 1
+"""The indent (in steps) of a node INDENT_LEVELS deep: each level is an object and its array."""
 _TREE = "\x00tree"
 """Where the tree goes in the document: orjson nests at most 255 levels, and a dependsOn chain is
 deeper than that as often as a cluster makes it, so the tree is written out by _tree()."""
@@ -91,7 +98,8 @@ def _fields(node: Node) -> dict[str, Any]:
 
 def _tree(root: Node) -> str:
     """The tree as `"children"`-nested objects, laid out as orjson's OPT_INDENT_2 lays out the rest
-    of the document (the root's brace follows `"tree": `), without recursion."""
+    of the document (the root's brace follows `"tree": `) down to INDENT_LEVELS, no deeper past
+    it; without recursion."""
     out: list[str] = []
     pending: list[tuple[Node, int, bool] | str] = [(root, 1, True)]
     while pending:
@@ -100,7 +108,8 @@ def _tree(root: Node) -> str:
             out.append(item)
             continue
         node, level, last = item
-        pad, inner = "  " * level, "  " * (level + 1)
+        shown = min(level, _DEEPEST)
+        pad, inner = "  " * shown, "  " * (shown + 1)
         out.append("{\n" if level == 1 else f"{pad}{{\n")
         out += [
             f"{inner}{orjson.dumps(k).decode()}: {orjson.dumps(v).decode()},\n"
