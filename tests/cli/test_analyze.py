@@ -225,6 +225,43 @@ def test_revision_skew_quotes_the_failing_childs_forbidden_message(
     assert 'User "system:serviceaccount:flux-system:deploy-config" cannot patch' in root["message"]
 
 
+def dependency_cycle(path: Path, *names: str) -> Path:
+    """Kustomizations each dependsOn the next (the last on the first), held back for two hours."""
+    items = []
+    for name, dependency in zip(names, [*names[1:], names[0]], strict=True):
+        waits = {"type": "Ready", "status": "False", "reason": "DependencyNotReady"}
+        waits["message"] = f"dependency 'flux-system/{dependency}' is not ready"
+        waits["lastTransitionTime"] = "2026-11-30T10:00:00Z"
+        spec = {
+            "interval": "10m",
+            "path": "./",
+            "sourceRef": {"kind": "GitRepository", "name": "flux-system"},
+        }
+        items.append(
+            {
+                "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+                "kind": "Kustomization",
+                "metadata": {"name": name, "namespace": "flux-system", "generation": 1},
+                "spec": {**spec, "dependsOn": [{"name": dependency}]},
+                "status": {"observedGeneration": 1, "conditions": [waits]},
+            }
+        )
+    path.write_bytes(orjson.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    return path
+
+
+def test_a_dependson_cycle_is_named_in_the_root_cause(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    _, document = analyze_json(capsys, str(dependency_cycle(tmp_path / "cycle.json", "a", "b", "c")))
+    [root] = [f for f in document["findings"] if f["root_cause"] is None]
+    cycle = ["Kustomization/flux-system/" + name for name in ("c", "a", "b", "c")]
+    assert (root["type"], root["evidence"]["cycle"]) == ("DependencyBlocked", cycle)
+    named = " -> ".join(k.replace("/", " ", 1) for k in cycle)
+    assert root["message"].endswith(f" It waits on itself: dependsOn cycle: {named}."), root["message"]
+    assert "Nothing it waits on shows a problem" not in root["message"]
+
+
 def test_healthy_cluster_reports_no_findings_and_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["analyze", "--now", NOW, str(EXAMPLES / "healthy")])
     captured = capsys.readouterr()

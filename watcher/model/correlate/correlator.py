@@ -275,6 +275,9 @@ class _Chains:
         self.threshold = run.config.thresholds.dependency_blocked
         self.settled: dict[Key, str | None] = {}
         self.visiting: set[Key] = set()
+        self.cycles: dict[Key, tuple[str, list[Key]]] = {}
+        """Each object found on a cycle of objects waiting on each other: what they wait by
+        ("dependsOn", or "inventory" when any waits on what it applied) and the cycle, from it."""
 
     def settle(self, key: Key) -> str | None:
         """The primary finding the object at `key` settles as (None: none, or a cycle): for a
@@ -297,8 +300,14 @@ class _Chains:
         """What `key` settles as, unless it is a DependencyBlocked to follow: then a frame for it."""
         if key in self.settled:
             return self.settled[key]
-        if key in self.visiting:
-            return None  # a dependsOn cycle: reported by its threshold
+        if key in self.visiting:  # a cycle: reported by its threshold, naming it
+            on = frames[[frame.key for frame in frames].index(key) :]
+            edges = {frame.finding.evidence.get("waits_on") for frame in on}
+            by = "dependsOn" if edges == {"dependsOn"} else "dependsOn and inventory"
+            keys = [frame.key for frame in on]
+            for index, member in enumerate(keys):
+                self.cycles.setdefault(member, (by, [*keys[index:], *keys[:index], member]))
+            return None
         run = self.run
         self.visiting.add(key)
         primary = run.primary(key)
@@ -322,7 +331,7 @@ class _Chains:
             run.drop(finding.id)
             primary = run.primary(frame.key)
         else:
-            _unexplained_block(run, finding, frame.waited)
+            _unexplained_block(run, finding, frame.waited, cycle=self.cycles.get(frame.key))
         return self._settled(frame.key, primary)
 
     def _settled(self, key: Key, primary: str | None) -> str | None:
@@ -341,10 +350,16 @@ class _Blocked:
     asked: int = 0
 
 
-def _unexplained_block(run: Pass, finding: Finding, waited: Sequence[Key]) -> None:
+def _unexplained_block(
+    run: Pass, finding: Finding, waited: Sequence[Key], *, cycle: tuple[str, list[Key]] | None
+) -> None:
     on_dependencies = finding.evidence.get("waits_on") == "dependsOn"  # an inventory's entries: no "missing"
     missing = [k for k in waited if run.store.get(k) is None] if on_dependencies else []
-    if missing:
+    if cycle is not None:  # each waits for the next to be ready: none ever is
+        by, keys = cycle
+        finding.message += f" It waits on itself: {by} cycle: {' -> '.join(map(describe, keys))}."
+        finding.evidence = {**finding.evidence, "cycle": [f"{k.kind}/{k.namespace}/{k.name}" for k in keys]}
+    elif missing:
         finding.message += " Missing: " + ", ".join(describe(k) for k in missing) + " (not found)."
         finding.evidence = {
             **finding.evidence,
