@@ -19,10 +19,12 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import aiohttp
+
 from watcher.cli_args import add_cluster_arguments, positive_duration
 from watcher.config import ConfigError, Settings, build_model_config, load_settings, parse_set_options
 from watcher.export.wait import progress_line, render_json, render_text
-from watcher.kube.client import KubeConfigError, load_client
+from watcher.kube.client import KubeConfigError, get, load_client
 from watcher.kube.cluster import ClusterWatcher
 from watcher.kube.live import LiveModel
 from watcher.kube.reflector import WatchOptions
@@ -32,10 +34,17 @@ from watcher.model.ingest.kinds import KINDS, Judge
 from watcher.model.ingest.objects import key_of
 from watcher.model.ingest.packed import Packed
 from watcher.model.store.graph import Store
-from watcher.model.views.convergence import Blind, Outcome, Verdict, default_revision, judge
+from watcher.model.views.convergence import (
+    CONFIRM_WITHIN,
+    Blind,
+    Outcome,
+    Verdict,
+    default_revision,
+    judge,
+)
 from watcher.model.views.targets import Target, TargetError, check_revision, parse_target
 from watcher.telemetry import Telemetry
-from watcher.terminal import complain
+from watcher.terminal import complain, write_stdout
 
 _EXITS: tuple[tuple[Outcome, int, str], ...] = (
     (Outcome.CONVERGED, 0, "the targets and everything under them are Current, observed, at the revision"),
@@ -43,8 +52,9 @@ _EXITS: tuple[tuple[Outcome, int, str], ...] = (
     (
         Outcome.CANNOT_WAIT,
         2,
-        "bad input, a target not found, or the API server unreachable or a needed kind\n"
-        "forbidden for longer than --blind-timeout",
+        "bad input, a target not found, the API server unreachable or a needed kind\n"
+        "forbidden for longer than --blind-timeout or at the deadline, or the verdict could\n"
+        "not be written in full (a closed pipe, a full disk)",
     ),
     (Outcome.TIMED_OUT, 3, "printed with what is still in progress under the targets, and why"),
     (Outcome.STALE, 4, "a controller the targets depend on is down, so their status cannot change"),
@@ -173,9 +183,13 @@ async def _main(settings: Settings, targets: list[Target], limits: Limits, *, js
     now, verdict = datetime.now(UTC), result.verdict
     code = EXIT_CODES[verdict.outcome]
     if json:
-        sys.stdout.write(render_json(verdict, result.targets, started=result.started, now=now, code=code))
+        answer = render_json(verdict, result.targets, started=result.started, now=now, code=code)
     else:
-        sys.stdout.write(render_text(verdict, now=now))
+        answer = render_text(verdict, now=now)
+    failed = write_stdout(answer)
+    if failed:
+        complain(f"stalewatch wait: could not write the verdict to stdout ({failed}): it is incomplete")
+        return EXIT_CANNOT_WAIT
     return code
 
 
@@ -283,6 +297,7 @@ async def wait_for(
     started = clock()
     deadline, answered, shown = started + limits.timeout, False, ""
     blind_since: datetime | None = started
+    asked: asyncio.Task[datetime | None] | None = None
 
     def verdict_now(now: datetime) -> Verdict:
         nonlocal targets, blind_since, answered
@@ -304,11 +319,14 @@ async def wait_for(
             blind=Blind(reason, blind_since) if reason and blind_since is not None else None,
             blind_window=limits.blind,
             served=set(telemetry.kinds),
+            heard=asked.result() if asked is not None and asked.done() else None,
         )
 
     await watcher.start()
     try:
         while (verdict := verdict_now(now := clock())).outcome is Outcome.WAITING:
+            if now >= deadline and asked is None:
+                asked = asyncio.create_task(answered_at(api, clock), name="stalewatch wait: deadline")
             line = progress_line(verdict, now=now)
             if progress is not None and _picture(line) != shown:
                 shown = _picture(line)
@@ -316,7 +334,22 @@ async def wait_for(
             await _next_change(sink.changed)
         return Result(verdict, targets, started)
     finally:
+        if asked is not None:
+            asked.cancel()
         await watcher.stop()
+
+
+async def answered_at(api: Any, clock: Callable[[], datetime]) -> datetime | None:
+    """When the API server answered a GET /version asked now; None if it did not, within
+    CONFIRM_WITHIN (hung, unreachable, an error status)."""
+    patience = CONFIRM_WITHIN.total_seconds()
+    try:
+        async with asyncio.timeout(patience):
+            response = await get(api, "/version", [], limits=aiohttp.ClientTimeout(total=patience))
+        response.release()
+    except Exception:  # any failure to answer: the judge says blind, never timed out
+        return None
+    return clock()
 
 
 def _resolved(target: Target, store: Store) -> Target:

@@ -27,7 +27,7 @@ from tests.wait.stack import (
 from watcher.model.engine import HealthModel
 from watcher.model.ingest.projection import project
 from watcher.model.store.graph import Store
-from watcher.model.views.convergence import Blind, Outcome, Verdict, judge
+from watcher.model.views.convergence import CONFIRM_WITHIN, Blind, Outcome, Verdict, judge
 from watcher.model.views.subtree import State
 from watcher.model.views.targets import Target, TargetError, check_revision, parse_target
 
@@ -48,8 +48,10 @@ def verdict(
     grace: timedelta = timedelta(minutes=1),
     blind: Blind | None = None,
     served: set[tuple[str, str]] | None = None,
+    heard: datetime | None = NOW,
 ) -> Verdict:
-    """judge() over the model fed `objects`, as the wait's loop calls it."""
+    """judge() over the model fed `objects`, as the wait's loop calls it; by default the API
+    server answered at `now`."""
     model, store = HealthModel(), Store()
     for obj in objects:
         projected = project(obj)
@@ -65,6 +67,7 @@ def verdict(
         grace=grace,
         blind=blind,
         served=served,
+        heard=heard,
     )
 
 
@@ -191,6 +194,62 @@ CRASHING_FOR = {
 def test_the_verdict(objects: list[Obj], kw: dict[str, Any], outcome: Outcome, message: str) -> None:
     found = verdict(objects, **kw)
     assert (found.outcome, found.message[: len(message)]) == (outcome, message), found
+
+
+def waits_on(name: str, dependency: str) -> Obj:
+    """Kustomization `name`, held back for an hour by its dependency (kustomize-controller's message)."""
+    waits = cond(
+        "Ready",
+        "False",
+        "DependencyNotReady",
+        f"dependency '{NS}/{dependency}' is not ready",
+        since=NOW - timedelta(hours=1),
+    )
+    obj = kustomization(NS, name, {"lastAppliedRevision": REV_A, "conditions": [waits]})
+    obj["spec"]["dependsOn"] = [{"name": dependency}]
+    return obj
+
+
+def test_a_dependson_cycle_fails_the_wait_naming_the_cycle() -> None:
+    cycle = [waits_on("apps", "db"), waits_on("db", "infra"), waits_on("infra", "apps")]
+    found = verdict([*stack(applied(REV_A, *INVENTORY))[:5], *cycle])
+    [root] = [f for f in found.findings if f.is_root]
+    named = " -> ".join(f"Kustomization {NS}/{name}" for name in ("infra", "apps", "db", "infra"))
+    assert (found.outcome, found.message) == (Outcome.FAILED, f"DependencyBlocked Kustomization {NS}/infra")
+    assert root.message.endswith(f" It waits on itself: dependsOn cycle: {named}."), root.message
+    assert "Nothing it waits on shows a problem" not in root.message
+
+
+@pytest.mark.parametrize(
+    ("past", "silent_since", "outcome", "message"),
+    [
+        pytest.param(timedelta(0), None, Outcome.TIMED_OUT, "0/1 current", id="answered-at-the-deadline"),
+        pytest.param(
+            timedelta(seconds=1),
+            timedelta(seconds=3),
+            Outcome.WAITING,
+            "0/1 current; at the deadline, asking the API server",
+            id="hung-just-before-the-deadline-still-asking",
+        ),
+        pytest.param(
+            CONFIRM_WITHIN,
+            timedelta(seconds=3),
+            Outcome.CANNOT_WAIT,
+            "cannot see the cluster at the deadline: the Kubernetes API server did not answer within 5s "
+            "(0/1 current when last seen)",
+            id="hung-just-before-the-deadline-no-answer",
+        ),
+    ],
+)
+def test_an_api_server_that_hangs_in_the_last_seconds_is_cannot_see_never_timed_out(
+    past: timedelta, silent_since: timedelta | None, outcome: Outcome, message: str
+) -> None:
+    """The watcher's telemetry still says reachable (a hung server says nothing, its probe gives
+    up after 10 s): "timed out" only once the API server answered at or after the deadline."""
+    deadline = NOW - past
+    heard = deadline if silent_since is None else deadline - silent_since
+    found = verdict(stack(reconciling(REV_A, REV_B)), timeout=-past, heard=heard)
+    assert (found.outcome, found.message) == (outcome, message)
 
 
 @pytest.mark.parametrize(

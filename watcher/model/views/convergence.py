@@ -21,7 +21,7 @@ from enum import StrEnum
 from watcher.model.evaluation import Evaluation
 from watcher.model.ingest.flux import source_key
 from watcher.model.ingest.kinds import APPLIERS
-from watcher.model.ingest.objects import Key, describe, text
+from watcher.model.ingest.objects import Key, describe, format_duration, text
 from watcher.model.store.graph import View
 from watcher.model.types import Finding, FindingType, rfc3339
 from watcher.model.views.subtree import Asked, ObjectState, State, Tree, cached, subject_key, walk
@@ -42,6 +42,10 @@ class Outcome(StrEnum):
 
 
 STALE_FINDINGS = frozenset({FindingType.CONTROLLER_DOWN, FindingType.STATUS_STALE})
+CONFIRM_WITHIN = timedelta(seconds=5)
+"""How long past the deadline the API server has to answer before the wait says it timed out:
+an API server that hangs says nothing, so the watcher's picture can be seconds old while its
+telemetry still says reachable (its probe gives up after 10 s)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,9 +79,13 @@ def judge(
     blind: Blind | None = None,
     blind_window: timedelta = timedelta(seconds=30),
     served: Collection[tuple[str, str]] | None = None,
+    heard: datetime | None = None,
 ) -> Verdict:
     """The verdict at `now`; `targets` carry the revision each must reach ("" = none known yet).
-    `served`: the (group, kind)s the watcher lists (an object of another kind cannot be seen)."""
+    `served`: the (group, kind)s the watcher lists (an object of another kind cannot be seen).
+    `heard`: when the API server last answered a request made to confirm it (None: not yet).
+    Not seeing wins over the deadline: it is only "timed out" if the API server answered at or
+    after the deadline, so what is still in progress is known to be so, not a hang's last picture."""
     if blind is not None or evaluation is None:
         reason = blind.reason if blind is not None else "no evaluation yet"
         since = blind.since if blind is not None else now
@@ -107,9 +115,15 @@ def judge(
         named = _headline(failing[0]) if failing else f"{describe(failed[0].key)}: {failed[0].reason}"
         return Verdict(Outcome.FAILED, named, objects, _with_symptoms(evaluation, failing))
     progress = f"{sum(o.state is State.CURRENT for o in objects)}/{len(objects)} current"
-    if now >= deadline:
+    if now < deadline:
+        return Verdict(Outcome.WAITING, progress, objects)
+    if heard is not None and heard >= deadline:
         return Verdict(Outcome.TIMED_OUT, progress, objects)
-    return Verdict(Outcome.WAITING, progress, objects)
+    if now - deadline < CONFIRM_WITHIN:
+        return Verdict(Outcome.WAITING, f"{progress}; at the deadline, asking the API server", objects)
+    silent = f"the Kubernetes API server did not answer within {format_duration(CONFIRM_WITHIN)}"
+    said = f"cannot see the cluster at the deadline: {silent} ({progress} when last seen)"
+    return Verdict(Outcome.CANNOT_WAIT, said, objects)
 
 
 def default_revision(target: Target, view: View) -> str:
