@@ -341,7 +341,7 @@ async def wait_for(
 
 async def answered_at(api: Any, clock: Callable[[], datetime]) -> datetime | None:
     """When the API server answered a GET /version asked now; None if it did not, within
-    CONFIRM_WITHIN (hung, unreachable, an error status)."""
+    CONFIRM_WITHIN (hung, unreachable), or not with 200."""
     patience = CONFIRM_WITHIN.total_seconds()
     try:
         async with asyncio.timeout(patience):
@@ -349,7 +349,7 @@ async def answered_at(api: Any, clock: Callable[[], datetime]) -> datetime | Non
         response.release()
     except Exception:  # any failure to answer: the judge says blind, never timed out
         return None
-    return clock()
+    return clock() if response.status == 200 else None  # a 503 or 504: a proxy before a hung one
 
 
 def _resolved(target: Target, store: Store) -> Target:
