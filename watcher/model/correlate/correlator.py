@@ -277,7 +277,8 @@ class _Chains:
         self.visiting: set[Key] = set()
         self.cycles: dict[Key, tuple[str, list[Key]]] = {}
         """Each object found on a cycle of objects waiting on each other: what they wait by
-        ("dependsOn", or "inventory" when any waits on what it applied) and the cycle, from it."""
+        ("dependsOn", or "dependsOn and inventory" when one waits on what it applied) and the
+        cycle, starting and ending at it."""
 
     def settle(self, key: Key) -> str | None:
         """The primary finding the object at `key` settles as (None: none, or a cycle): for a
