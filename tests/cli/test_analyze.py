@@ -225,40 +225,69 @@ def test_revision_skew_quotes_the_failing_childs_forbidden_message(
     assert 'User "system:serviceaccount:flux-system:deploy-config" cannot patch' in root["message"]
 
 
-def dependency_cycle(path: Path, *names: str) -> Path:
-    """Kustomizations each dependsOn the next (the last on the first), held back for two hours."""
+def waiting_cycle(path: Path, *links: tuple[str, str]) -> Path:
+    """Kustomizations (name, how) each waiting on the next (the last on the first) for two hours:
+    by `dependsOn`, or by the health of what it applied (`inventory`)."""
     items = []
-    for name, dependency in zip(names, [*names[1:], names[0]], strict=True):
-        waits = {"type": "Ready", "status": "False", "reason": "DependencyNotReady"}
-        waits["message"] = f"dependency 'flux-system/{dependency}' is not ready"
-        waits["lastTransitionTime"] = "2026-11-30T10:00:00Z"
+    for (name, how), (after, _) in zip(links, [*links[1:], links[0]], strict=True):
         spec = {
             "interval": "10m",
             "path": "./",
             "sourceRef": {"kind": "GitRepository", "name": "flux-system"},
         }
+        status: dict[str, Any] = {"observedGeneration": 1}
+        if how == "dependsOn":
+            spec["dependsOn"] = [{"name": after}]
+            reason, said = "DependencyNotReady", f"dependency 'flux-system/{after}' is not ready"
+        else:
+            entry = f"flux-system_{after}_kustomize.toolkit.fluxcd.io_Kustomization"
+            status["inventory"] = {"entries": [{"id": entry, "v": "v1"}]}
+            reason, said = "HealthCheckFailed", f"Kustomization/flux-system/{after} status: 'InProgress'"
+        waits = {"type": "Ready", "status": "False", "reason": reason, "message": said}
+        status["conditions"] = [{**waits, "lastTransitionTime": "2026-11-30T10:00:00Z"}]
         items.append(
             {
                 "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
                 "kind": "Kustomization",
                 "metadata": {"name": name, "namespace": "flux-system", "generation": 1},
-                "spec": {**spec, "dependsOn": [{"name": dependency}]},
-                "status": {"observedGeneration": 1, "conditions": [waits]},
+                "spec": spec,
+                "status": status,
             }
         )
     path.write_bytes(orjson.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
     return path
 
 
-def test_a_dependson_cycle_is_named_in_the_root_cause(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
+@pytest.mark.parametrize(
+    ("links", "cycle", "by"),
+    [
+        pytest.param(
+            [("a", "dependsOn"), ("b", "dependsOn"), ("c", "dependsOn")],
+            ("c", "a", "b", "c"),
+            "dependsOn",
+            id="dependsOn",
+        ),
+        pytest.param(
+            [("a", "inventory"), ("b", "dependsOn")],
+            ("b", "a", "b"),
+            "dependsOn and inventory",
+            id="through-what-one-applied",
+        ),
+    ],
+)
+def test_a_waiting_cycle_is_named_in_the_root_cause(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    links: list[tuple[str, str]],
+    cycle: tuple[str, ...],
+    by: str,
 ) -> None:
-    _, document = analyze_json(capsys, str(dependency_cycle(tmp_path / "cycle.json", "a", "b", "c")))
+    _, document = analyze_json(capsys, str(waiting_cycle(tmp_path / "cycle.json", *links)))
     [root] = [f for f in document["findings"] if f["root_cause"] is None]
-    cycle = ["Kustomization/flux-system/" + name for name in ("c", "a", "b", "c")]
-    assert (root["type"], root["evidence"]["cycle"]) == ("DependencyBlocked", cycle)
-    named = " -> ".join(k.replace("/", " ", 1) for k in cycle)
-    assert root["message"].endswith(f" It waits on itself: dependsOn cycle: {named}."), root["message"]
+    keys = [f"Kustomization/flux-system/{name}" for name in cycle]
+    assert (root["type"], root["evidence"]["cycle"]) == ("DependencyBlocked", keys)
+    named = " -> ".join(f"Kustomization flux-system/{name}" for name in cycle)
+    assert root["message"].endswith(f" It waits on itself: {by} cycle: {named}."), root["message"]
     assert "Nothing it waits on shows a problem" not in root["message"]
 
 
