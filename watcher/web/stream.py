@@ -19,7 +19,9 @@ Cost is per evaluation per distinct view, not per client: the hub renders each v
 clients once, in one worker thread, and sends the same bytes to all of that view's clients.
 Bounded: at most `max_clients` connections and `max_views` distinct views (503 beyond, the
 page retries later); a client more than `backlog` events behind (it stopped reading) is
-dropped, its connection aborted; it reconnects and gets a fresh full state.
+dropped, its connection aborted; it reconnects and gets a fresh full state. A client and its
+view are counted the moment it connects, before anything is awaited (its view's first render):
+600 connections opened at once get `max_clients` streams and 503s, never 600 renders.
 """
 
 from __future__ import annotations
@@ -59,13 +61,16 @@ class Client(Generic[V]):
     queue: asyncio.Queue[bytes | None]
     abort: Callable[[], None] = lambda: None
     dropped: bool = False
+    started: bool = False
+    """Its first events are queued: heartbeats may follow them (none may come before)."""
 
 
 @dataclasses.dataclass(eq=False)
 class _Cached(Generic[V]):
     """A view's parts at `generation` (rendered from `state`), the number of the event that
     brought a client to them (`sent`; `previous` before `last_event`, that event), and who
-    watches it."""
+    watches it. Until `first` (its first render) is done, `parts` is empty and the loop leaves
+    it alone; its clients wait for it."""
 
     parts: list[Part]
     generation: int
@@ -74,6 +79,11 @@ class _Cached(Generic[V]):
     last_event: bytes = b""
     previous: int = -1
     clients: set[Client[V]] = dataclasses.field(default_factory=set)
+    first: asyncio.Future[list[Part]] | None = None
+
+    @property
+    def rendered(self) -> bool:
+        return self.first is None
 
 
 class Busy(Exception):
@@ -118,7 +128,11 @@ class StreamHub(Generic[V]):
         self, view: V, *, last_event_id: str | None = None, abort: Callable[[], None] = lambda: None
     ) -> Client[V]:
         """A client of `view` with its first events queued (`retry:`, then the full state or
-        what `last_event_id` lacks). Raises Busy past the bounds."""
+        what `last_event_id` lacks). Raises Busy past the bounds.
+
+        The client and a new view are registered before the first await, so the bounds hold
+        however many connect at once; a new view's first render is shared by every client of it
+        that comes meanwhile, and runs on if the client that asked for it leaves."""
         if len(self.clients) >= self.max_clients:
             raise Busy(f"{len(self.clients)} stream clients already (at most {self.max_clients})")
         cached = self.views.get(view)
@@ -126,19 +140,28 @@ class StreamHub(Generic[V]):
             if len(self.views) >= self.max_views:
                 raise Busy(f"{len(self.views)} distinct views streamed already (at most {self.max_views})")
             generation, state = self._published.count, self._state()
-            parts = await asyncio.to_thread(self._parts, state, view)
-            cached = self.views.get(view)  # another client may have made it meanwhile
-            if cached is None:
-                cached = self.views[view] = _Cached(parts, generation, state, self._round)
-                if generation != self._published.count:
-                    self._poke.set()
+            cached = self.views[view] = _Cached([], generation, state, self._round)
+            cached.first = asyncio.ensure_future(asyncio.to_thread(self._parts, state, view))
+            cached.first.add_done_callback(_retrieved)  # its clients may all have left
         client = Client(view, asyncio.Queue(self.backlog), abort)
-        client.queue.put_nowait(self._retry)
-        first = self._catch_up(cached, last_event_id)
-        if first:
-            client.queue.put_nowait(first)
         cached.clients.add(client)
         self.clients.add(client)
+        try:
+            if cached.first is not None:
+                parts = await asyncio.shield(cached.first)
+                if cached.first is not None:  # the first of its clients to wake fills it in
+                    cached.parts, cached.first = parts, None
+                    if cached.generation != self._published.count:
+                        self._poke.set()
+        except BaseException:  # the render failed, or this client left while it ran
+            self.disconnect(client)
+            raise
+        if client in self.clients:  # else it was ended meanwhile (shutdown): its queue says so
+            client.queue.put_nowait(self._retry)
+            first = self._catch_up(cached, last_event_id)
+            if first:
+                client.queue.put_nowait(first)
+            client.started = True
         return client
 
     def _catch_up(self, cached: _Cached[V], last_event_id: str | None) -> bytes:
@@ -212,7 +235,7 @@ class StreamHub(Generic[V]):
         behind = [
             (view, cached)
             for view, cached in self.views.items()
-            if cached.generation != seen or cached.state.status != state.status
+            if cached.rendered and (cached.generation != seen or cached.state.status != state.status)
         ]
         if behind:
             await self._render(seen, state, behind)
@@ -256,7 +279,8 @@ class StreamHub(Generic[V]):
 
     def _broadcast(self, event: bytes) -> None:
         for client in list(self.clients):
-            self._send(client, event)
+            if client.started:
+                self._send(client, event)
 
     # -- events ----------------------------------------------------------------------------
 
@@ -284,6 +308,12 @@ class StreamHub(Generic[V]):
 
     def _heartbeat_event(self, generation: int, state: PageState) -> bytes:
         return b"event: heartbeat\ndata: %s\n\n" % orjson.dumps(self._about(generation, state))
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    """Marks a failure read: whoever still waits has it raised (no 'never retrieved' warning)."""
+    if not future.cancelled():
+        future.exception()
 
 
 HUB: web.AppKey[StreamHub[Any]] = web.AppKey("stream_hub", StreamHub)
