@@ -5,9 +5,12 @@ every change it is fed and every conclusion it draws, so it records the few tran
 answer that (see transitions.py for how each is derived): a root cause opened or resolved, a
 controller down or up, a revision applied, Ready flipped, a Deployment's image changed.
 
-Bounded: the newest `limit` entries are kept, the oldest dropped first, and how many were
-dropped is said (a timeline that lost its start must not look like a quiet past). In memory
-only: a restarted stalewatch starts an empty timeline, it never invents history.
+Bounded in entries and in bytes: every text of an entry is cut (a revision or a condition
+status is whatever the cluster wrote: 400 KB flipping back and forth would otherwise make one
+answer hundreds of megabytes), and the newest entries are kept within both `limit` and
+`budget`, the oldest dropped first; how many were dropped is said (a timeline that lost its
+start must not look like a quiet past). In memory only: a restarted stalewatch starts an empty
+timeline, it never invents history.
 
 Pure, like the rest of the model: every entry carries the time it was given, never the clock's.
 """
@@ -15,6 +18,7 @@ Pure, like the rest of the model: every entry carries the time it was given, nev
 from __future__ import annotations
 
 import bisect
+import hashlib
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +45,29 @@ class Change(StrEnum):
 
 FINDING_CHANGES = frozenset({Change.FINDING_OPENED, Change.FINDING_RESOLVED})
 """Entries about the model's conclusions; the others are changes in the cluster it concluded from."""
+MESSAGE_LIMIT = 240
+"""An entry says what changed in one line; the condition message itself is on the object's page."""
+VALUE_LIMIT = 160
+"""A before, after or detail value past this is cut, with a digest of the whole: a revision is
+an id (main@sha1:..., an OCI digest: well under it), and two long ones must stay apart."""
+BUDGET = 32 * 2**20
+"""The bytes of text a timeline keeps (by default): 100,000 entries cut as above could hold 200 MB."""
+ENTRY_BYTES = 256
+"""What an entry costs past its text (its object, its time, its dict): counted in the budget."""
+
+
+def cut(text: str, limit: int = MESSAGE_LIMIT) -> str:
+    """`text`, or its first `limit` characters ending in `…`."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def cut_value(text: str) -> str:
+    """`text`, or its start and a digest of the whole (`main@sha1:aaaa… sha256:0123456789abcdef`),
+    VALUE_LIMIT characters in all: two values cut the same differ in their digest."""
+    if len(text) <= VALUE_LIMIT:
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{text[: VALUE_LIMIT - 25]}… sha256:{digest}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +87,24 @@ class Entry:
     after: str
     message: str
     details: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        """Every text cut, whoever made the entry: the timeline's bound holds for each."""
+        setter = object.__setattr__
+        setter(self, "before", cut_value(self.before))
+        setter(self, "after", cut_value(self.after))
+        setter(self, "message", cut(self.message))
+        if self.controller is not None:
+            setter(self, "controller", cut_value(self.controller))
+        if any(len(value) > VALUE_LIMIT for value in self.details.values()):
+            setter(self, "details", {name: cut_value(value) for name, value in self.details.items()})
+
+    @property
+    def size(self) -> int:
+        """The bytes it holds, roughly: its texts (UTF-8) and ENTRY_BYTES."""
+        texts = [self.before, self.after, self.message, self.controller or "", self.path]
+        texts += [self.subject["apiVersion"], *self.details.keys(), *self.details.values()]
+        return ENTRY_BYTES + sum(len(text.encode("utf-8", "surrogatepass")) for text in texts)
 
     @property
     def path(self) -> str:
@@ -85,13 +130,17 @@ def subject_path(subject: Subject) -> str:
 
 
 class Timeline:
-    """The newest `limit` entries, oldest first in memory, handed out newest first."""
+    """The newest entries within `limit` entries and `budget` bytes (Entry.size), oldest first
+    in memory, handed out newest first."""
 
-    def __init__(self, *, limit: int) -> None:
-        self.limit = limit
-        self._entries: deque[Entry] = deque(maxlen=limit)
+    def __init__(self, *, limit: int, budget: int = BUDGET) -> None:
+        self.limit, self.budget = limit, budget
+        self._entries: deque[Entry] = deque()
+        self._sizes: deque[int] = deque()
+        self.bytes = 0
+        """The sizes of the entries kept, summed."""
         self.dropped = 0
-        """Entries dropped to stay within `limit` since the process started."""
+        """Entries dropped to stay within `limit` and `budget` since the process started."""
         self.comparing_since: datetime | None = None
         """From when evaluations are compared (root causes, controllers): the first evaluation
         after every kind was listed. None until then: what is open then was open before."""
@@ -101,9 +150,14 @@ class Timeline:
 
     def extend(self, entries: Iterable[Entry]) -> None:
         for entry in entries:
-            if len(self._entries) == self.limit:
-                self.dropped += 1
+            size = entry.size
             self._entries.append(entry)
+            self._sizes.append(size)
+            self.bytes += size
+            while len(self._entries) > self.limit or (self.bytes > self.budget and len(self._entries) > 1):
+                self._entries.popleft()
+                self.bytes -= self._sizes.popleft()
+                self.dropped += 1
 
     @property
     def oldest(self) -> datetime | None:

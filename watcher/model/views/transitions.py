@@ -19,6 +19,7 @@ its kind can no longer be seen is recorded as unknown, not resolved.
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -34,8 +35,8 @@ from watcher.model.types import ControllerHealth, ControllerSpec, Finding, Subje
 from watcher.model.views.timeline import Change, Entry
 
 REVISION_ANNOTATION = "deployment.kubernetes.io/revision"
-MESSAGE_LIMIT = 240
-"""An entry says what changed in one line; the condition message itself is on the object's page."""
+_REVISION = re.compile(r"[0-9]{1,18}")
+"""A rollout's revision in ASCII digits: `²` passes str.isdigit() and int() refuses it."""
 
 
 class _Role(enum.Enum):
@@ -66,7 +67,7 @@ def rollout_of(obj: Mapping[str, Any]) -> tuple[str, str, Rollout] | None:
         "",
     )
     revision = (meta.get("annotations") or {}).get(REVISION_ANNOTATION, "")
-    if not owner or not isinstance(revision, str) or not revision.isdigit():
+    if not owner or not isinstance(revision, str) or _REVISION.fullmatch(revision) is None:
         return None
     pod = dig(obj, "spec", "template", "spec") or {}
     containers = (*(pod.get("initContainers") or ()), *(pod.get("containers") or ()))
@@ -159,7 +160,7 @@ def _ready_changed(
         controller=controller,
         before=was,
         after=after["status"],
-        message=_cut(message),
+        message=message,
         details={"reason": reason} if reason else {},
     )
 
@@ -185,15 +186,11 @@ def _revision_applied(
         controller=controller,
         before=before or "none",
         after=after,
-        message=_cut(f"{describe(subject)}: applied {what} {step}"),
+        message=f"{describe(subject)}: applied {what} {step}",
     )
 
 
 _OBJECT_RULES = (_ready_changed, _revision_applied)
-
-
-def _cut(text: str) -> str:
-    return text if len(text) <= MESSAGE_LIMIT else text[: MESSAGE_LIMIT - 1] + "…"
 
 
 # -- Evaluations -------------------------------------------------------------------------------
@@ -244,7 +241,7 @@ def _finding_entry(finding: Finding, now: datetime, *, opened: bool, unseen: boo
         controller=controller if isinstance(controller, str) else None,
         before="none" if opened else "open",
         after=after,
-        message=_cut(f"{finding.type} on {describe(finding.subject)} {said}"),
+        message=f"{finding.type} on {describe(finding.subject)} {said}",
         details={"finding": finding.id, "finding_type": str(finding.type), "severity": str(finding.severity)},
     )
 
