@@ -1,7 +1,9 @@
 """`GET /api/v1/timeline`: what changed, newest first (the live model's Timeline, timeline.py).
 
   ?since=     an RFC 3339 time (2026-12-01T09:00:00Z; an offset's `+` as %2B or left as the
-              space a query string makes of it) or a duration back from now (15m, 1h30m)
+              space a query string makes of it) or a duration back from now, read as every
+              duration setting is (15m, 1h30m; up to Go's longest, 2562047h), with its unit
+              (a bare number could as well be a Unix time)
   ?subject=   KIND/NAMESPACE/NAME, or a prefix of it (Deployment/flux-system/, Terraform/)
   ?limit=     at most this many entries (1 to MAX_LIMIT, default DEFAULT_LIMIT)
 
@@ -27,16 +29,21 @@ import orjson
 from aiohttp import web
 from multidict import MultiMapping
 
-from watcher.model.ingest.objects import parse_duration, parse_time
+from watcher.config import setting_duration
+from watcher.model.ingest.objects import parse_time
 from watcher.model.types import rfc3339
 from watcher.model.views.timeline import Snapshot, Timeline
+from watcher.web.query import whole_number
 
 TIMELINE: web.AppKey[Timeline] = web.AppKey("timeline", Timeline)
 
 DEFAULT_LIMIT = 200
 MAX_LIMIT = 5000
 
-_RFC3339 = re.compile(r"\d{4}-\d\d-\d\d[Tt]\d\d:\d\d:\d\d(\.\d{1,9})?([Zz]|[+-]\d\d:\d\d)")
+_RFC3339 = re.compile(r"\d{4}-\d\d-\d\d[Tt]\d\d:\d\d:\d\d(\.\d{1,9})?([Zz]|[+-]\d\d:\d\d)", re.ASCII)
+
+_BARE_NUMBER = re.compile(r"[\d.]+")
+"""Seconds to a setting, but in `since` as likely a Unix time: refused, not guessed."""
 
 
 class BadParameter(ValueError):
@@ -51,20 +58,21 @@ def parse_since(value: str, *, now: datetime) -> datetime:
         moment = parse_time(text.upper())
         if moment is not None:
             return moment
-    delta = parse_duration(text)
-    if delta is not None:
-        return now - delta
-    raise BadParameter(
-        f"since: expected an RFC 3339 time such as 2026-12-01T09:00:00Z or a duration such as 15m "
-        f"or 1h30m; got {value[:80]!r}"
-    )
+    if _BARE_NUMBER.fullmatch(text):
+        raise BadParameter(f"since: {value[:80]!r} has no unit (seconds? a Unix time?): say 90s or a time")
+    try:
+        return now - setting_duration(text)
+    except (ValueError, OverflowError) as error:  # OverflowError: back past year 1
+        raise BadParameter(
+            f"since: neither an RFC 3339 time such as 2026-12-01T09:00:00Z nor a duration: {error}"
+        ) from None
 
 
 def parse_limit(value: str, *, now: datetime) -> int:
-    text = value.strip()
-    if not text.isdigit() or not 1 <= int(text) <= MAX_LIMIT:
+    number = whole_number(value.strip(), low=1, high=MAX_LIMIT)
+    if number is None:
         raise BadParameter(f"limit: expected a whole number from 1 to {MAX_LIMIT}; got {value[:80]!r}")
-    return int(text)
+    return number
 
 
 def parse_subject(value: str, *, now: datetime) -> str:
