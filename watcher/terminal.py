@@ -17,6 +17,7 @@ import re
 import sys
 
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_UNSAFE_BUT_LAYOUT = re.compile(f"(?![\t\n\r]){_UNSAFE.pattern}")
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
 
@@ -30,6 +31,12 @@ def printable(text: str) -> str:
     """One line: every C0/C1 control character (newline included), line and paragraph
     separator and bidi control spelled out as an escape (`\\x1b`, `\\n`, `\\u202e`)."""
     return _UNSAFE.sub(_escape, text)
+
+
+def printable_layout(text: str) -> str:
+    """As `printable`, but tab, newline and CR kept: for a medium where they only lay text out
+    and cannot overwrite it (HTML, where the page wraps messages at their newlines)."""
+    return _UNSAFE_BUT_LAYOUT.sub(_escape, text)
 
 
 def lines_of(text: str) -> list[str]:

@@ -1,7 +1,10 @@
 """Small HTML builders the page's parts share: table rows, times, "and N more", part ids.
 
 Every value from the cluster goes through `escape` here or in the caller; only markup built from
-trusted constants is passed as `raw`.
+trusted constants is passed as `raw`. Escaping stops markup, not text that misleads: a bidi
+override (U+202E) reverses what follows it, `main` reads `niam`, and an ESC or NUL is invisible.
+So every document and part leaves through `neutral`, which spells those out as the terminal
+does (watcher.terminal: one list of the characters, `\u202e`, `\x1b`).
 """
 
 from __future__ import annotations
@@ -13,6 +16,14 @@ from html import escape
 
 from watcher.model.ingest.objects import format_age
 from watcher.model.types import rfc3339
+from watcher.terminal import printable_layout
+
+
+def neutral(markup: str) -> str:
+    """`markup` with every C0/C1 control (but tab, newline and CR: layout in HTML), line and
+    paragraph separator and bidi control spelled out as an escape. Our own markup holds none, so
+    any there came from a value; spelled out in ASCII, it stays inert in text and attributes."""
+    return printable_layout(markup)
 
 
 def part_id(prefix: str, *names: str) -> str:
@@ -57,7 +68,10 @@ def more(count: int, what: str) -> Iterable[str]:
         yield f'<p class="more">and {count} more {escape(what)}</p>'
 
 
-def link(href: str, label: str, *, css: str = "") -> str:
-    """An <a> whose href and label are both escaped (a path may carry any name)."""
+def link(href: str | None, label: str, *, css: str = "") -> str:
+    """An <a> whose href and label are both escaped (a path may carry any name); the label
+    alone when there is no href (a name no path can hold: watcher.web.stacks.path)."""
     attr = f' class="{css}"' if css else ""
+    if href is None:
+        return f"<span{attr}>{escape(label)}</span>"
     return f'<a href="{escape(href)}"{attr}>{escape(label)}</a>'

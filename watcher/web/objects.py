@@ -24,7 +24,7 @@ from watcher.model.store.graph import Snapshot
 from watcher.model.types import Finding, Subject
 from watcher.model.views.stacks import APPLIERS, Forest, Row
 from watcher.web.cards import root_card_id
-from watcher.web.html import more, row, since
+from watcher.web.html import link, more, row, since
 from watcher.web.parts import Part
 from watcher.web.stacks import object_href, row_html, stack_href
 
@@ -134,7 +134,7 @@ def _revisions(key: Key, obj: Mapping[str, Any], around: Snapshot) -> str:
     revs = revisions(obj, around.get)
     if revs.source is None:
         return ""
-    source = f'<a href="{escape(object_href(revs.source))}">{escape(describe(revs.source))}</a>'
+    source = link(object_href(revs.source), describe(revs.source))
     lines = ["<h3>Revisions</h3>", row("th", ["Source", "Source revision", "Applied", "Attempted"])]
     lines.append(
         row("td", [None, revs.revision, revs.applied, revs.attempted], raw={0: source}, mono=(1, 2, 3))
@@ -149,9 +149,9 @@ def _owners(key: Key, chain: Sequence[Row]) -> str:
     keys = [row.key for row in chain]
     if keys[0] != key:
         keys.insert(0, key)
-    links = [f'<a href="{escape(object_href(k))}">{escape(describe(k))}</a>' for k in keys]
+    links = [link(object_href(k), describe(k)) for k in keys]
     root = keys[-1]
-    stack = f'<a href="{escape(stack_href(root))}">stack {escape(root.namespace)}/{escape(root.name)}</a>'
+    stack = link(stack_href(root), f"stack {root.namespace}/{root.name}")
     return f"<h3>Owner chain</h3><p>{' ← '.join(links)} ({stack})</p>"
 
 
@@ -161,8 +161,8 @@ def _findings(found: Sequence[Finding]) -> str:
     lines = ["<h3>Findings</h3>", row("th", ["Type", "Severity", "Message", "Root cause"])]
     for f in found:
         cause = f.root_cause or f.id
-        link = f'<a href="/#{root_card_id(cause)}">{escape(cause)}</a>'
-        lines.append(row("td", [str(f.type), str(f.severity), f.message, None], raw={3: link}))
+        card = f'<a href="/#{root_card_id(cause)}">{escape(cause)}</a>'
+        lines.append(row("td", [str(f.type), str(f.severity), f.message, None], raw={3: card}))
     return "".join([*lines, "</table>"])
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import base64
 import hashlib
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from html import escape
 from typing import Any
@@ -36,6 +36,7 @@ from watcher.web.cards import MAX_AFFECTED as MAX_AFFECTED
 from watcher.web.cards import MAX_ROOTS as MAX_ROOTS
 from watcher.web.cards import MAX_ROWS as MAX_ROWS
 from watcher.web.changes import changes_parts
+from watcher.web.html import neutral
 from watcher.web.html import row as row
 from watcher.web.parts import Part
 from watcher.web.query import Query, slug
@@ -177,7 +178,7 @@ def _stacks(state: PageState, query: Query, now: datetime) -> Iterable[Part]:
 
 def _search(query: Query) -> Iterable[Part]:
     """The search box (a GET form: the URL is the view) and what the query got wrong."""
-    path = stacks.stack_href(query.stack) if query.stack is not None else "/"
+    path = (stacks.stack_href(query.stack) or "") if query.stack is not None else "/"  # "": this URL
     boxes = "".join(
         f'<label><input type="checkbox" name="status" value="{slug(v)}"'
         + (" checked" if v in query.statuses else "")
@@ -242,7 +243,8 @@ def _view(query: Query) -> tuple[Section, ...]:
 def page_parts(state: PageState, query: Query, *, now: datetime) -> list[Part]:
     """Every part of the view `query` asks for, in document order; `now` is the wall clock (to
     say how old the evaluation is). What the page renders and what the stream compares."""
-    return [part for section in _shown(state, query) for part in section.parts(state, query, now)]
+    parts = (part for section in _shown(state, query) for part in section.parts(state, query, now))
+    return [replace(part, html=neutral(part.html)) for part in parts]
 
 
 def _shown(state: PageState, query: Query) -> list[Section]:
@@ -290,7 +292,7 @@ def render_parts(
             body += [markup, *by_container.get(container, ())]
         body.append(section.markup[-1])
     script = [freshness.script_tag()] if live else []
-    return "\n".join([*body, *script, "</body></html>\n"]).encode()
+    return neutral("\n".join([*body, *script, "</body></html>\n"])).encode()
 
 
 def render_object(state: PageState, parts: Iterable[Part], *, title: str, now: datetime) -> bytes:

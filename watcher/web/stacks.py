@@ -28,7 +28,7 @@ from watcher.model.store.graph import Snapshot
 from watcher.model.types import Rejection
 from watcher.model.views.row_verdicts import Verdict
 from watcher.model.views.stacks import STACK_KINDS, Forest, Reconciler, Row, Stack, build_forest
-from watcher.web.html import part_id, since
+from watcher.web.html import link, part_id, since
 from watcher.web.parts import Part
 from watcher.web.query import Query, slug
 from watcher.web.search import found_in
@@ -96,14 +96,29 @@ class Stacks:
             return self._forest
 
 
-def object_href(key: Key) -> str:
-    """`/objects/KIND/NAMESPACE/NAME`, or `/objects/KIND/NAME` for a cluster-scoped object."""
+def object_href(key: Key) -> str | None:
+    """`/objects/KIND/NAMESPACE/NAME`, or `/objects/KIND/NAME` for a cluster-scoped object;
+    None when no path names it (`path`)."""
     parts = [key.kind, key.namespace, key.name] if key.namespace else [key.kind, key.name]
-    return "/objects/" + "/".join(quote(p, safe="") for p in parts)
+    return path("/objects", parts)
 
 
-def stack_href(root: Key) -> str:
-    return f"/stacks/{quote(root.namespace, safe='')}/{quote(root.name, safe='')}"
+def stack_href(root: Key) -> str | None:
+    """`/stacks/NAMESPACE/NAME`; None when no path names it (`path`)."""
+    return path("/stacks", [root.namespace, root.name])
+
+
+UNLINKABLE = frozenset({"", ".", ".."})
+"""Path segments a browser does not keep: `/objects/Kind/ns/..` is `/objects/Kind/`, and an
+empty one names nothing. A name from an inventory (or a snapshot) can be any of them."""
+
+
+def path(base: str, segments: Sequence[str]) -> str | None:
+    """`base/SEGMENT/...` each quoted whole (a `/` in a name stays inside its segment as %2F), or
+    None when a segment is UNLINKABLE: the object is then named, not linked."""
+    if any(segment in UNLINKABLE for segment in segments):
+        return None
+    return base + "".join("/" + quote(segment, safe="") for segment in segments)
 
 
 def stack_id(root: Key) -> str:
@@ -193,20 +208,20 @@ def header(
     ident = stack_id(stack.root)
     key = (stack.root.namespace, stack.root.name)
     if query.searching or not toggle:
-        link = ""
+        toggler = ""
     else:
         flipped = query.opened - {key} if opened else query.opened | {key}
         label = "▾" if opened else "▸"
         what = "close" if opened else "open"
         href = escape(query.href(opened=frozenset(flipped)) + "#" + ident)
-        link = f'<a class="toggle" href="{href}" title="{what}">{label}</a> '
+        toggler = f'<a class="toggle" href="{href}" title="{what}">{label}</a> '
     counts = [f"{stack.counts[v]} {v}" for v in Verdict if stack.counts.get(v)]
     size = f"{plural(len(stack.rows), 'row')}: " + ", ".join(counts)
     if matched is not None:
         size = f"{matched} shown of " + size
-    name = f'<a href="{escape(stack_href(stack.root))}">{escape(describe(stack.root))}</a>'
+    name = link(stack_href(stack.root), describe(stack.root))
     cells = [
-        f"{link}{name}",
+        f"{toggler}{name}",
         _verdict(stack.worst),
         escape(size),
         *_revisions(root),
@@ -226,7 +241,7 @@ def _rows(stack: Stack, rows: Iterable[Row], *, now: datetime) -> Iterable[Part]
 
 def row_html(row: Row, ident: str, *, now: datetime) -> str:
     depth = min(row.depth, 8)
-    name = f'<a href="{escape(object_href(row.key))}">{escape(describe(row.key))}</a>'
+    name = link(object_href(row.key), describe(row.key))
     if row.orphaned:
         name += ' <span class="cached">(left behind by prune)</span>'
     cells = [
@@ -245,8 +260,9 @@ def row_html(row: Row, ident: str, *, now: datetime) -> str:
 
 def _more_rows(stack: Stack, count: int, query: Query) -> Part:
     ident = part_id("more", stack.root.namespace, stack.root.name)
-    href = escape(query.href(stack_href(stack.root), opened=frozenset(), page=1))
-    text = f'and {count} more rows: <a href="{href}">the whole stack</a>'
+    whole = stack_href(stack.root)
+    href = query.href(whole, opened=frozenset(), page=1) if whole is not None else None
+    text = f"and {count} more rows: {link(href, 'the whole stack')}"
     return Part(
         ident, "stacks-rows", f'<tr id="{ident}"><td colspan="{len(HEADER)}" class="more">{text}</td></tr>'
     )
@@ -311,9 +327,9 @@ def stack_page(stack: Stack, query: Query, *, now: datetime) -> Iterable[Part]:
     shown = f"{plural(len(rows), 'row')}" + (f", page {page} of {pages}" if pages > 1 else "")
     lines = [f"<h2>Stack {escape(describe(stack.root))}</h2><p>{escape(shown)}.</p>"]
     if pages > 1:
-        path = stack_href(stack.root)
+        here = stack_href(stack.root) or ""  # this page, which its URL named: "" is that URL
         links = [
-            f"<strong>{n}</strong>" if n == page else f'<a href="{escape(query.href(path, page=n))}">{n}</a>'
+            f"<strong>{n}</strong>" if n == page else f'<a href="{escape(query.href(here, page=n))}">{n}</a>'
             for n in range(1, pages + 1)
         ]
         lines.append(f'<p class="pages">Page: {" ".join(links)}</p>')
