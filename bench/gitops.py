@@ -57,6 +57,9 @@ class GitOps:
     def _deployment_names(self) -> list[tuple[str, str, int]]:
         raise NotImplementedError
 
+    def stack_entries(self, kustomization: int) -> list[Obj]:
+        raise NotImplementedError
+
     def git_revision(self, name: str, step: int = 0) -> str:
         return f"main@sha1:{sha(name, step)}"
 
@@ -189,7 +192,7 @@ class GitOps:
             entries = [
                 {"id": f"{ns}_{app}_apps_Deployment", "v": "v1"}
                 for ns, app, _ in apps[i % len(apps) :: len(apps) // 8 + 1]
-            ] + [{"id": f"{namespace}_{name}-config__ConfigMap", "v": "v1"}]
+            ] + [{"id": f"{namespace}_{name}-config__ConfigMap", "v": "v1"}, *self.stack_entries(i)]
             yield {
                 "apiVersion": API_VERSIONS["Kustomization"],
                 "kind": "Kustomization",

@@ -33,7 +33,14 @@ API_VERSIONS: dict[str, str] = {
     "Kustomization": "kustomize.toolkit.fluxcd.io/v1",
     "HelmRelease": "helm.toolkit.fluxcd.io/v2",
     "Terraform": "infra.contrib.fluxcd.io/v1alpha2",
+    "Certificate": "certs.bench.example/v1",
+    "Job": "batch/v1",
 }
+
+STACK_KINDS = ("Certificate", "Job")
+"""What the stacks apply besides workloads and Flux objects (bench/stack.py), listed in the
+Kustomizations' inventories: a third-party custom kind served by bench/crds/, and built-in Jobs.
+stalewatch watches them because an inventory lists them."""
 
 
 def sha(*parts: object) -> str:

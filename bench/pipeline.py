@@ -39,7 +39,7 @@ from kubernetes_asyncio.client import ApiClient
 
 from watcher.kube.client import get
 from watcher.kube.live import LiveModel, Pacing, SyncCollections
-from watcher.kube.resources import BUILT_IN, Resource
+from watcher.kube.resources import BUILT_IN, ON_DEMAND_BY_KEY, Resource
 from watcher.model.engine import HealthModel
 from watcher.model.ingest.fastpath import fast_path
 from watcher.model.types import ModelConfig
@@ -62,7 +62,7 @@ NO_TIMEOUT = aiohttp.ClientTimeout(total=None, sock_read=None)
 
 
 def flux_resources() -> list[Resource]:
-    """The custom kinds the benchmark creates, where the test CRDs serve them."""
+    """The custom kinds the benchmark creates, where the test CRDs (and bench/crds/) serve them."""
     from bench.kinds import API_VERSIONS
 
     out = []
@@ -74,8 +74,18 @@ def flux_resources() -> list[Resource]:
     return out
 
 
+def listed_built_in() -> list[Resource]:
+    """The built-in kinds the stacks apply that stalewatch watches because an inventory lists
+    them (resources.ON_DEMAND: the Jobs)."""
+    from bench.kinds import API_VERSIONS, STACK_KINDS
+
+    keys = ((API_VERSIONS[kind].rpartition("/")[0], kind) for kind in STACK_KINDS)
+    return [ON_DEMAND_BY_KEY[key] for key in keys if key in ON_DEMAND_BY_KEY]
+
+
 def watched() -> list[Resource]:
-    return [*BUILT_IN, *flux_resources()]
+    """Every kind stalewatch watches on the benchmark's cluster."""
+    return [*BUILT_IN, *flux_resources(), *listed_built_in()]
 
 
 async def record(api: ApiClient, path: Path, *, stop: asyncio.Event) -> int:

@@ -45,7 +45,8 @@ from tests.controlplane.harness import ControlPlane, binaries_dir, free_port
 from tests.kubeclient import Kube
 from watcher.kube.client import get
 
-CRDS = procs.ROOT / "tests" / "crds"
+CRDS = (procs.ROOT / "tests" / "crds", procs.ROOT / "bench" / "crds")
+"""Flux's and tofu-controller's (the tests'), then the stacks' own Certificate (bench/stack.py)."""
 RUNS = 3
 PROBES = 30
 CHURN_RATE = 50.0
@@ -56,9 +57,10 @@ CPU_WINDOW = 60.0
 def start_plane() -> ControlPlane:
     plane = ControlPlane(bin_dir=binaries_dir())
     plane.start()
-    plane.kubectl("apply", "--server-side", "-f", str(CRDS))
+    for crds in CRDS:
+        plane.kubectl("apply", "--server-side", "-f", str(crds))
     plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
-    plane.wait_listable(sorted(p.stem.split("-", 1)[1] for p in CRDS.glob("*.yaml")))
+    plane.wait_listable(sorted(p.stem.split("-", 1)[1] for crds in CRDS for p in crds.glob("*.yaml")))
     return plane
 
 

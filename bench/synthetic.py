@@ -143,7 +143,26 @@ def as_served(obj: Obj, served: Obj, *, uid: str, version: int, created: str) ->
     out |= with_defaults(body, defaults)
     if "status" in obj:
         out["status"] = with_defaults(obj["status"], served.get("status"), nulls=True)
+    if obj["kind"] == "Job":
+        _job_selector(out, uid)
     return out
+
+
+def _job_selector(job: Obj, uid: str) -> None:
+    """What the API server writes into a Job it creates with a generated selector: labels naming
+    the Job and its uid on it and its Pod template, and a selector on that uid (per object, so
+    not copied from the kind's served object)."""
+    name = job["metadata"]["name"]
+    labels = {
+        "batch.kubernetes.io/controller-uid": uid,
+        "batch.kubernetes.io/job-name": name,
+        "controller-uid": uid,
+        "job-name": name,
+    }
+    job["metadata"]["labels"] = {**labels, **job["metadata"].get("labels", {})}
+    job["spec"]["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
+    template = job["spec"]["template"].setdefault("metadata", {})
+    template["labels"] = {**labels, **template.get("labels", {})}
 
 
 def merge_patch(target: Obj, patch: Obj) -> None:

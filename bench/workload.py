@@ -3,7 +3,9 @@
 Shapes follow what a busy GitOps cluster's API server returns (a kubelet-written Pod
 status with conditions and containerStatuses, Flux status with artifacts, inventories
 and history), because the cost being measured is decoding and projecting real bytes.
-The mix per size is fixed (`MIX`): Pods are about 80%, as in a real cluster.
+The mix per size is fixed (`MIX`): Pods are about three quarters, as in a real cluster, and 6%
+are what the stacks apply besides workloads and Flux objects (bench/stack.py: Certificates of a
+third-party custom kind and Jobs, listed in the Kustomizations' inventories).
 
 Creation is in `PHASES`: owners first, so each dependent can carry its owner's real
 uid (ownerReferences are what the model follows from a Pod to its Deployment).
@@ -19,10 +21,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bench.gitops import GitOps
-from bench.kinds import API_VERSIONS, CONTROLLERS, FLUX_NS, Obj, rfc3339, sha
+from bench.kinds import API_VERSIONS, CONTROLLERS, FLUX_NS, STACK_KINDS, Obj, rfc3339, sha
+from bench.stack import Stack
 
 MIX: dict[str, float] = {
-    "Pod": 0.80,
+    "Pod": 0.74,
     "Deployment": 0.04,
     "ReplicaSet": 0.04,
     "Event": 0.04,
@@ -35,6 +38,8 @@ MIX: dict[str, float] = {
     "Kustomization": 0.025,
     "HelmRelease": 0.0145,
     "Terraform": 0.01,
+    "Certificate": 0.03,
+    "Job": 0.03,
 }
 """Share of each kind in the total (before the fixed flux-system controllers and namespaces)."""
 
@@ -43,7 +48,7 @@ PHASES: tuple[tuple[str, ...], ...] = (
     ("Namespace",),
     ("Deployment",),
     ("ReplicaSet",),
-    ("Pod", "Lease", "Event", "GitRepository", "OCIRepository", "HelmRepository", "Bucket"),
+    ("Pod", "Lease", "Event", "GitRepository", "OCIRepository", "HelmRepository", "Bucket", *STACK_KINDS),
     ("HelmChart", "Kustomization", "HelmRelease", "Terraform"),
 )
 """Creation order: a phase may reference the uids of objects created in earlier phases."""
@@ -55,6 +60,8 @@ FIELD_MANAGERS: dict[str, tuple[str, str]] = {
     "Event": ("kubelet", "kubelet"),
     "Lease": ("source-controller", "source-controller"),
     "Namespace": ("kustomize-controller", "kube-controller-manager"),
+    "Certificate": ("kustomize-controller", "cert-manager-certificates-readiness"),
+    "Job": ("kustomize-controller", "kube-controller-manager"),
 }
 """(create, status) field managers, so managedFields look like a real cluster's."""
 FLUX_MANAGER = ("kustomize-controller", "gotk-controller")
@@ -99,7 +106,7 @@ def envelope(pods: int, gitops: int) -> dict[str, int]:
 
 
 @dataclass
-class Cluster(GitOps):
+class Cluster(Stack, GitOps):
     """Builds the objects of one benchmark cluster; `uids` is filled in as phases are created."""
 
     size: int

@@ -26,7 +26,7 @@ import yaml
 from bench import cpu, liveprofile, pipeline, procs, report, run
 from bench.barelist import main as barelist_main
 from bench.generate import Churn
-from bench.kinds import API_VERSIONS, CONTROLLERS
+from bench.kinds import API_VERSIONS, CONTROLLERS, STACK_KINDS
 from bench.workload import MIX, Cluster, counts
 from tests.bench.conftest import SIZE
 from tests.controlplane.harness import ControlPlane, free_port
@@ -39,7 +39,8 @@ GOLDEN = Path(__file__).parent / "golden"
 def test_the_mix_is_mostly_pods_and_adds_up_to_the_size(size: int) -> None:
     mix = counts(size)
     assert sum(mix.values()) == pytest.approx(size, rel=0.01)
-    assert mix["Pod"] / size == pytest.approx(0.80, abs=0.005)
+    assert mix["Pod"] / size == pytest.approx(0.74, abs=0.005)
+    assert sum(mix[kind] for kind in STACK_KINDS) / size == pytest.approx(0.06, abs=0.005)
     assert sum(MIX.values()) == pytest.approx(1.0, abs=0.001)
 
 
@@ -56,6 +57,37 @@ async def test_generator_creates_every_object_with_its_status_and_owner(kube: Ku
     assert managers == {"kube-controller-manager", "kubelet"}
     ks = await kube.list("kustomize.toolkit.fluxcd.io/v1", "Kustomization")
     assert all(k["status"]["inventory"]["entries"] for k in ks)
+
+
+async def test_the_stacks_certificates_and_jobs_are_created_finished_and_listed_in_inventories(
+    kube: Kube, cluster: Cluster
+) -> None:
+    entries = {
+        e["id"]
+        for k in await kube.list("kustomize.toolkit.fluxcd.io/v1", "Kustomization")
+        for e in k["status"]["inventory"]["entries"]
+    }
+    for kind in STACK_KINDS:
+        objects = await kube.list(API_VERSIONS[kind], kind)
+        assert len(objects) == counts(SIZE)[kind], kind
+        group = API_VERSIONS[kind].rpartition("/")[0]
+        for obj in objects:
+            meta = obj["metadata"]
+            assert f"{meta['namespace']}_{meta['name']}_{group}_{kind}" in entries
+            assert obj["status"]["conditions"][-1]["status"] == "True"
+    jobs = await kube.list("batch/v1", "Job")
+    assert {c["type"] for j in jobs for c in j["status"]["conditions"]} == {"SuccessCriteriaMet", "Complete"}
+
+
+def test_a_failing_cluster_has_failed_jobs_and_certificates_that_never_issued() -> None:
+    built = Cluster(20_000, datetime.now(UTC), failing=True)
+    jobs = [j for j in built.phase(("Job",)) if j["status"].get("failed")]
+    certificates = [
+        c for c in built.phase(("Certificate",)) if c["status"]["conditions"][0]["status"] == "False"
+    ]
+    assert len(jobs) == len(certificates) == counts(20_000)["Job"] // 100
+    assert [c["type"] for c in jobs[0]["status"]["conditions"]] == ["FailureTarget", "Failed"]
+    assert [c["reason"] for c in certificates[0]["status"]["conditions"]] == ["DoesNotExist", "Failed"]
 
 
 async def test_churn_breaks_a_pod_into_image_pull_back_off_and_heals_it(kube: Kube, cluster: Cluster) -> None:
@@ -116,7 +148,9 @@ async def test_stalewatch_syncs_the_cluster_and_serves_a_broken_pod_as_a_finding
                     break
                 await asyncio.sleep(0.05)
             assert run.has_finding(body, pod)
-            assert orjson.loads(body)["summary"]["objects"] == listed
+            summary = orjson.loads(body)["summary"]
+            assert summary["objects"] == listed  # the listed Certificates and Jobs among them
+            assert summary["unread"] == {}
             scraped = await run.scrape(session, base, times=1)
             assert scraped["metrics_bytes"] > 0
         assert proc.rss() > 0
