@@ -101,10 +101,11 @@ async def populate(kube: Kube, cluster: Cluster, *, limit: int = CONCURRENCY) ->
 class Churn:
     """Status changes at a fixed rate, each one what a controller or kubelet really writes.
 
-    Three kinds of change, in turn: a Pod goes into ImagePullBackOff (and back the next time
-    it is picked), a Kustomization starts Reconciling (and finishes), and a GitRepository's
-    revision advances with its Kustomizations applying it. The controllers' leader Leases
-    are renewed every 10 s throughout, as live leaders do.
+    Four kinds of change, in turn: a Pod goes into ImagePullBackOff (and back the next time
+    it is picked), a Kustomization starts Reconciling (and finishes), a GitRepository's
+    revision advances with its Kustomizations applying it, and a Certificate a Kustomization
+    lists starts its renewal (and finishes it). The controllers' leader Leases are renewed
+    every 10 s throughout, as live leaders do.
     """
 
     kube: Kube
@@ -117,6 +118,7 @@ class Churn:
     """Pods a detection probe broke and waits on: churn leaves them alone (flipping one back to
     healthy before its finding was served made the probe wait in vain)."""
     reconciling: set[tuple[str, str]] = field(default_factory=set)
+    renewing: set[tuple[str, str]] = field(default_factory=set)
     steps: dict[str, int] = field(default_factory=dict)
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     """The time the changes are written at (bench/synthetic.py writes them on a clock of its own)."""
@@ -135,10 +137,16 @@ class Churn:
             self.repos.setdefault((ref["namespace"], ref["name"]), []).append(
                 (meta["namespace"], meta["name"])
             )
+        self.certificates = [
+            (c["metadata"]["namespace"], c["metadata"]["name"])
+            for c in self.cluster.phase(("Certificate",))
+            if c["status"]["conditions"][0]["status"] == "True"
+        ]
         self.ops: list[Callable[[], Coroutine[Any, Any, None]]] = [
             self.flip_pod,
             self.flip_reconciling,
             self.advance_revision,
+            self.renew_certificate,
         ]
 
     async def patch_status(
@@ -232,6 +240,31 @@ class Churn:
                 status,
                 manager="kustomize-controller",
             )
+
+    async def renew_certificate(self) -> None:
+        """cert-manager renewing a Certificate: Issuing=True Renewing, then (the next time it is
+        picked) Ready alone again with the next revision. Ready stays True throughout."""
+        key = self.rng.choice(self.certificates)
+        namespace, name = key
+        renewing = key not in self.renewing
+        (self.renewing.add if renewing else self.renewing.discard)(key)
+        renewals = f"Certificate/{namespace}/{name}"
+        if not renewing:
+            self.steps[renewals] = self.steps.get(renewals, 0) + 1
+        revision = 3 + self.steps.get(renewals, 0)
+        status = self.cluster.certificate_status(
+            name, renewing=renewing, revision=revision, since=rfc3339(self.clock())
+        )
+        await self.patch_status(
+            "certs.bench.example/v1",
+            "Certificate",
+            namespace,
+            name,
+            status,
+            manager="cert-manager-certificates-trigger"
+            if renewing
+            else "cert-manager-certificates-readiness",
+        )
 
     @staticmethod
     def _cond(kind: str, status: str, reason: str, message: str, when: str) -> Obj:

@@ -102,6 +102,20 @@ async def test_churn_breaks_a_pod_into_image_pull_back_off_and_heals_it(kube: Ku
     assert await churn.run(rate=30, seconds=1) >= 30
 
 
+async def test_churn_renews_a_listed_certificate_ready_throughout(kube: Kube, cluster: Cluster) -> None:
+    churn = Churn(kube, cluster)
+    churn.certificates = churn.certificates[:1]
+    namespace, name = churn.certificates[0]
+    certificate = {"apiVersion": API_VERSIONS["Certificate"], "kind": "Certificate"}
+    certificate["metadata"] = {"namespace": namespace, "name": name}
+    seen = []
+    for _ in range(2):
+        await churn.renew_certificate()
+        status = (await kube.get(certificate))["status"]
+        seen.append(([(c["type"], c["status"]) for c in status["conditions"]], status["revision"]))
+    assert seen == [([("Ready", "True"), ("Issuing", "True")], 3), ([("Ready", "True")], 4)]
+
+
 async def test_the_recorded_stream_holds_every_watched_object_and_feeds_the_pipeline(
     kube: Kube, cluster: Cluster, tmp_path: Path
 ) -> None:
