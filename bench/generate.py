@@ -115,8 +115,8 @@ class Churn:
     failures: int = 0
     broken_pods: set[tuple[str, str]] = field(default_factory=set)
     probed: set[tuple[str, str]] = field(default_factory=set)
-    """Pods a detection probe broke and waits on: churn leaves them alone (flipping one back to
-    healthy before its finding was served made the probe wait in vain)."""
+    """Pods and Certificates a detection probe broke and waits on: churn leaves them alone
+    (flipping one back to healthy before its finding was served made the probe wait in vain)."""
     reconciling: set[tuple[str, str]] = field(default_factory=set)
     renewing: set[tuple[str, str]] = field(default_factory=set)
     steps: dict[str, int] = field(default_factory=dict)
@@ -241,10 +241,26 @@ class Churn:
                 manager="kustomize-controller",
             )
 
+    async def set_certificate(self, namespace: str, name: str, *, failing: bool) -> tuple[float, float]:
+        """Writes a Certificate's issuance failed (or issued again), as set_pod writes a Pod;
+        returns (sent, accepted)."""
+        now = rfc3339(self.clock())
+        status = self.cluster.certificate_status(name, failing=failing, since=now)
+        if not failing:
+            status |= {"failedIssuanceAttempts": None, "lastFailureTime": None}
+        sent = time.time()
+        manager = "cert-manager-certificates-issuing" if failing else "cert-manager-certificates-readiness"
+        await self.patch_status(
+            "certs.bench.example/v1", "Certificate", namespace, name, status, manager=manager
+        )
+        return sent, time.time()
+
     async def renew_certificate(self) -> None:
         """cert-manager renewing a Certificate: Issuing=True Renewing, then (the next time it is
         picked) Ready alone again with the next revision. Ready stays True throughout."""
         key = self.rng.choice(self.certificates)
+        if key in self.probed:
+            return
         namespace, name = key
         renewing = key not in self.renewing
         (self.renewing.add if renewing else self.renewing.discard)(key)

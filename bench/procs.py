@@ -115,11 +115,16 @@ async def wait_until_ok(session: aiohttp.ClientSession, url: str, proc: Proc, *,
 
 
 def stalewatch(kubeconfig: Path, port: int, log: Path) -> Proc:
-    """`stalewatch run` as documented; WorkloadUnhealthy at 0s so a broken Pod is a finding at
-    once (detection latency measures the pipeline, not the threshold)."""
+    """`stalewatch run` as documented; WorkloadUnhealthy and ObjectFailing at 0s so a broken Pod
+    or a Certificate that fails to issue is a finding at once (detection latency measures the
+    pipeline, not the threshold)."""
     argv = [sys.executable, "-m", "watcher", "run", "--kubeconfig", str(kubeconfig)]
     argv += ["--listen", f"127.0.0.1:{port}", "--log-level", "warning"]
-    return Proc(argv, log, env={"STALEWATCH_THRESHOLDS__WORKLOAD_UNHEALTHY": "0s"})
+    thresholds = {
+        "STALEWATCH_THRESHOLDS__WORKLOAD_UNHEALTHY": "0s",
+        "STALEWATCH_THRESHOLDS__OBJECT_FAILING": "0s",
+    }
+    return Proc(argv, log, env=thresholds)
 
 
 def barelist(kubeconfig: Path, log: Path) -> Proc:

@@ -228,6 +228,14 @@ def render(
             ("plain watch saw it -> /api/v1/findings, p99", _detect("findings_api_after_watch_p99")),
             ("/metrics p50", _detect("metrics_p50")),
             ("/metrics p99", _detect("metrics_p99")),
+            (
+                "a listed Certificate fails to issue -> /api/v1/findings (ObjectFailing), p50",
+                _detect("certificate_p50"),
+            ),
+            (
+                "a listed Certificate fails to issue -> /api/v1/findings (ObjectFailing), p99",
+                _detect("certificate_p99"),
+            ),
         ],
     )
     lines += table(

@@ -49,6 +49,7 @@ CRDS = (procs.ROOT / "tests" / "crds", procs.ROOT / "bench" / "crds")
 """Flux's and tofu-controller's (the tests'), then the stacks' own Certificate (bench/stack.py)."""
 RUNS = 3
 PROBES = 30
+CERTIFICATE_PROBES = 10
 CHURN_RATE = 50.0
 CPU_WINDOW = 60.0
 """Seconds of each CPU window: four scrapes at Prometheus' 15 s interval."""
@@ -115,14 +116,15 @@ async def scrape(session: aiohttp.ClientSession, base: str, *, times: int = 5) -
     }
 
 
-def has_finding(document: bytes, pod: str) -> bool:
-    """Parsed only once the Pod's name is in it: during the churn's incident the document holds
-    thousands of findings, and parsing each poll's copy took CPU from the measured process."""
+def has_finding(document: bytes, pod: str, kind: str = "WorkloadUnhealthy") -> bool:
+    """Whether a finding of `kind` names the object (a Pod, unless told). Parsed only once the
+    name is in it: during the churn's incident the document holds thousands of findings, and
+    parsing each poll's copy took CPU from the measured process."""
     if f'"{pod}"'.encode() not in document:
         return False
     for finding in orjson.loads(document)["findings"]:
         subjects = [finding["subject"], *finding.get("affected", ())]
-        if finding["type"] == "WorkloadUnhealthy" and any(s["name"] == pod for s in subjects):
+        if finding["type"] == kind and any(s["name"] == pod for s in subjects):
             return True
     return False
 
@@ -217,6 +219,36 @@ async def detection(session: aiohttp.ClientSession, base: str, churn: Churn) -> 
     return out
 
 
+async def certificate_detection(session: aiohttp.ClientSession, base: str, churn: Churn) -> dict[str, Any]:
+    """The extra kinds' probe: while churn runs, one listed Certificate at a time fails to issue
+    (Ready=False DoesNotExist, Issuing=False Failed); timed from the PATCH accepted to
+    /api/v1/findings serving an ObjectFailing finding on it (stalewatch runs with
+    STALEWATCH_THRESHOLDS__OBJECT_FAILING=0s), then it is issued again."""
+    rng = random.Random(6)
+    times = []
+    for _ in range(CERTIFICATE_PROBES):
+        healthy = [c for c in churn.certificates if c not in churn.renewing and c not in churn.probed]
+        namespace, name = rng.choice(healthy)
+        churn.probed.add((namespace, name))
+        sent, accepted = await churn.set_certificate(namespace, name, failing=True)
+        while True:
+            _, body, _ = await procs.fetch(session, f"{base}/api/v1/findings")
+            if body and has_finding(body, name, "ObjectFailing"):
+                times.append(time.time() - accepted)
+                break
+            if time.time() - sent > 30:
+                raise TimeoutError(f"no ObjectFailing finding for Certificate {namespace}/{name} after 30s")
+            await asyncio.sleep(0.02)
+        await churn.set_certificate(namespace, name, failing=False)
+        churn.probed.discard((namespace, name))
+        await asyncio.sleep(0.3)
+    return {
+        "certificate_probes": CERTIFICATE_PROBES,
+        "certificate_p50_seconds": pct(times, 0.5),
+        "certificate_p99_seconds": pct(times, 0.99),
+    }
+
+
 async def under_churn(churn: Churn, proc: procs.Proc, seconds: float) -> dict[str, float]:
     """CPU cores the process used while the API server took churn at CHURN_RATE for `seconds`
     and the detection probes polled it (not comparable with kube-state-metrics: see bench/cpu.py)."""
@@ -267,9 +299,12 @@ async def start_stalewatch(
 async def probe_stalewatch(
     session: aiohttp.ClientSession, proc: procs.Proc, base: str, churn: Churn
 ) -> dict[str, Any]:
-    """Detection latency under churn, in a window of its own (the probes poll hard)."""
-    load = asyncio.create_task(under_churn(churn, proc, 40))
+    """Detection latency under churn, in a window of its own (the probes poll hard): the Pods'
+    probes, then the listed Certificates'."""
+    load = asyncio.create_task(under_churn(churn, proc, 55))
     out: dict[str, Any] = {"detection": await detection(session, base, churn)}
+    out["detection"].update(await certificate_detection(session, base, churn))
+    out["detection"]["churn_still_running"] = not load.done()
     out.update(await load)
     out["cpu_seconds_total"] = proc.cpu()
     return out

@@ -82,10 +82,11 @@ class Stack:
         self, name: str, *, failing: bool = False, renewing: bool = False, revision: int = 3, since: str = ""
     ) -> Obj:
         """What cert-manager writes: Ready=True and the validity window; Issuing=True (since
-        `since`) while a renewal runs; when issuance failed, Ready=False DoesNotExist and
-        Issuing=False Failed."""
+        `since`) while a renewal runs; when issuance failed (since `since`), Ready=False
+        DoesNotExist and Issuing=False Failed."""
         when = self.ago(hours=2)
         if failing:
+            when = since or when
             failed = (
                 "The certificate request has failed to complete and will be retried: Failed to wait for "
                 f'order resource "{name}-1-{sha(name)[:10]}" to become ready: order is in "invalid" state'

@@ -141,7 +141,7 @@ async def test_the_recorded_stream_holds_every_watched_object_and_feeds_the_pipe
         assert result[key] > 0
 
 
-async def test_stalewatch_syncs_the_cluster_and_serves_a_broken_pod_as_a_finding(
+async def test_stalewatch_syncs_the_cluster_and_serves_a_broken_pod_and_a_failing_certificate_as_findings(
     plane: ControlPlane, kube: Kube, cluster: Cluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     await barelist_main(str(plane.kubeconfig))
@@ -165,6 +165,9 @@ async def test_stalewatch_syncs_the_cluster_and_serves_a_broken_pod_as_a_finding
             summary = orjson.loads(body)["summary"]
             assert summary["objects"] == listed  # the listed Certificates and Jobs among them
             assert summary["unread"] == {}
+            certificates = await run.certificate_detection(session, base, churn)  # ObjectFailing served
+            assert certificates["certificate_probes"] == run.CERTIFICATE_PROBES
+            assert not churn.probed
             scraped = await run.scrape(session, base, times=1)
             assert scraped["metrics_bytes"] > 0
         assert proc.rss() > 0
