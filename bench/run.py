@@ -116,15 +116,15 @@ async def scrape(session: aiohttp.ClientSession, base: str, *, times: int = 5) -
     }
 
 
-def has_finding(document: bytes, pod: str, kind: str = "WorkloadUnhealthy") -> bool:
-    """Whether a finding of `kind` names the object (a Pod, unless told). Parsed only once the
-    name is in it: during the churn's incident the document holds thousands of findings, and
-    parsing each poll's copy took CPU from the measured process."""
-    if f'"{pod}"'.encode() not in document:
+def has_finding(document: bytes, name: str, finding_type: str = "WorkloadUnhealthy") -> bool:
+    """Whether a finding of `finding_type` names the object (a Pod's WorkloadUnhealthy, unless
+    told). Parsed only once the name is in it: during the churn's incident the document holds
+    thousands of findings, and parsing each poll's copy took CPU from the measured process."""
+    if f'"{name}"'.encode() not in document:
         return False
     for finding in orjson.loads(document)["findings"]:
         subjects = [finding["subject"], *finding.get("affected", ())]
-        if finding["type"] == kind and any(s["name"] == pod for s in subjects):
+        if finding["type"] == finding_type and any(s["name"] == name for s in subjects):
             return True
     return False
 
