@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
 from watcher.model.types import Rejection, RejectReason
@@ -122,6 +122,8 @@ class Telemetry:
     listed_kinds: dict[str, int] = field(default_factory=dict)
     """The kinds inventories list that the watcher does not read anyway, by what it does with
     them: "watched", "over_limit" (listed_kinds_limit), "not_served" (no CRD Established)."""
+    listed_left_out: frozenset[KindKey] = frozenset()
+    """Those over the limit or not served: not read, and not about to be."""
 
     def kind(self, group: str, kind: str) -> KindStats:
         found = self.kinds.get((group, kind))
@@ -195,6 +197,17 @@ class Telemetry:
             kind_name(key)
             for key, s in list(self.kinds.items())
             if s.synced and not s.forbidden and (blind is None or key[1] in blind)
+        )
+
+    def listed_pending(self, unread: Iterable[tuple[str, str, int]]) -> list[str]:
+        """The kinds an evaluation counted as listed but not read that the watcher is about to
+        read: their watch is starting or listing (not those it may not list, or leaves out)."""
+        kinds = self.kinds
+        return sorted(
+            kind_name((group, kind))
+            for group, kind, _ in unread
+            if (group, kind) not in self.listed_left_out
+            and not ((found := kinds.get((group, kind))) is not None and found.forbidden)
         )
 
     def forbidden(self) -> list[KindKey]:

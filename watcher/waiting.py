@@ -43,7 +43,7 @@ from watcher.model.views.convergence import (
     judge,
 )
 from watcher.model.views.targets import Target, TargetError, check_revision, parse_target
-from watcher.telemetry import Telemetry
+from watcher.telemetry import Telemetry, kind_name
 from watcher.terminal import complain, write_stdout
 
 _EXITS: tuple[tuple[Outcome, int, str], ...] = (
@@ -244,20 +244,16 @@ def blindness(telemetry: Telemetry, *, answered: bool) -> str:
     if not telemetry.started:
         return "discovering the kinds to watch"
     needed = {key: s for key, s in list(telemetry.kinds.items()) if key in NEEDED}
-    forbidden = sorted(_name(key) for key, s in needed.items() if s.forbidden)
+    forbidden = sorted(kind_name(key) for key, s in needed.items() if s.forbidden)
     if forbidden:
         return "403 Forbidden: may not list and watch " + ", ".join(forbidden)
-    pending = sorted(_name(key) for key, s in needed.items() if not s.synced)
+    pending = sorted(kind_name(key) for key, s in needed.items() if not s.synced)
     if pending:
         return "initial list not finished for " + ", ".join(pending)
-    broken = sorted(_name(key) for key, s in needed.items() if not s.live)
+    broken = sorted(kind_name(key) for key, s in needed.items() if not s.live)
     if broken:
         return "watch broken (reconnecting) for " + ", ".join(broken)
     return ""
-
-
-def _name(key: tuple[str, str]) -> str:
-    return f"{key[1]}.{key[0]}" if key[0] else key[1]
 
 
 def _unserved(telemetry: Telemetry, targets: Sequence[Target]) -> Verdict | None:

@@ -286,3 +286,49 @@ async def test_metrics_serve_the_model_and_the_watcher_from_one_registry(
 )
 def test_listen_addresses_parse_like_go_host_port(listen: str, expected: tuple[str | None, int]) -> None:
     assert parse_listen(listen) == expected
+
+
+UNREAD = (("cert-manager.io", "Certificate", 2),)
+
+
+def listing(*, state: str) -> Telemetry:
+    """Synced, the Certificates that inventories list in `state`: not watched yet, listing,
+    forbidden, or left out (over listed_kinds_limit, or no CRD serves them)."""
+    telemetry = synced()
+    if state in ("listing", "forbidden"):
+        stats = telemetry.kind("cert-manager.io", "Certificate")
+        stats.forbidden = state == "forbidden"
+    if state == "left-out":
+        telemetry.listed_left_out = frozenset({("cert-manager.io", "Certificate")})
+    return telemetry
+
+
+@pytest.mark.parametrize(
+    ("state", "status", "says"),
+    [
+        pytest.param(
+            "not-watched-yet",
+            503,
+            "inventories list kinds not read yet (their watch is starting): Certificate.cert-manager.io",
+            id="watch-not-started",
+        ),
+        pytest.param(
+            "listing", 503, "initial list not finished for Certificate.cert-manager.io", id="watch-listing"
+        ),
+        pytest.param(
+            "forbidden", 200, "ok; 403 Forbidden, not judged: Certificate.cert-manager.io", id="403"
+        ),
+        pytest.param("left-out", 200, "ok", id="over-the-limit-or-unserved"),
+    ],
+)
+async def test_readyz_waits_for_the_kinds_inventories_list_unless_they_cannot_be_read(
+    serve: Serve, state: str, status: int, says: str
+) -> None:
+    """Their objects are counted as not read either way; readiness waits only for what is coming."""
+    evaluation = dataclasses.replace(JUDGED_ALL, unread=UNREAD)
+    client = await serve(listing(state=state), evaluation)
+    response = await client.get("/readyz")
+    assert (response.status, (await response.text()).strip()) == (status, says)
+    summary = orjson.loads(await (await client.get("/api/v1/findings")).read())["summary"]
+    assert summary["unread"] == {"Certificate.cert-manager.io": 2}
+    assert summary["stale"] is (status == 503)

@@ -247,6 +247,7 @@ class ClusterWatcher:
                 self._start(resource, self._sink)
         counts = {"watched": len(self._admitted), "over_limit": len(over), "not_served": len(unserved)}
         self._telemetry.listed_kinds = counts
+        self._telemetry.listed_left_out = frozenset((*over, *unserved))
         self._say_left_out(tuple(over), tuple(unserved))
 
     def _resolve(self, key: KindKey) -> Resource | None:

@@ -218,11 +218,17 @@ async def healthz(request: web.Request) -> web.Response:
 
 
 async def readyz(request: web.Request) -> web.Response:
-    telemetry = request.app[TELEMETRY]
+    telemetry, evaluation = request.app[TELEMETRY], request.app[SOURCE]()
     ready, why = telemetry.ready()
-    unjudged = _unjudged(telemetry, request.app[SOURCE]())
+    unjudged = _unjudged(telemetry, evaluation)
     if ready and unjudged:
         ready, why = False, "initial list finished; the next evaluation judges " + ", ".join(unjudged)
+    pending = telemetry.listed_pending(evaluation.unread) if evaluation is not None else []
+    if ready and pending:
+        ready, why = (
+            False,
+            "inventories list kinds not read yet (their watch is starting): " + ", ".join(pending),
+        )
     set_aside = telemetry.set_aside()
     if ready and set_aside:
         why += f"; {set_aside} set aside (rejected or malformed, see /api/v1/findings)"
@@ -331,10 +337,11 @@ def watch_status(telemetry: Telemetry, evaluation: Evaluation | None) -> dict[st
     told against the `evaluation` served with it: a kind listed since that evaluation was made
     is `unjudged_kinds`, and the answer stale until the next one judges it."""
     unjudged = _unjudged(telemetry, evaluation)
+    pending = telemetry.listed_pending(evaluation.unread) if evaluation is not None else []
     return {
         "up": telemetry.up,
         "synced": telemetry.synced,
-        "stale": telemetry.stale or bool(unjudged),
+        "stale": telemetry.stale or bool(unjudged) or bool(pending),
         "evaluation_error": telemetry.evaluation_error,
         "forbidden_kinds": [{"group": g, "kind": k} for g, k in telemetry.forbidden()],
         "unsynced_kinds": telemetry.unsynced(),
