@@ -20,6 +20,7 @@ from tests.model.builders import MIN, NOW, Obj, by_id, cond, flux, git_repositor
 from watcher.model.engine import HealthModel
 from watcher.model.ingest.fastpath import fast_path
 from watcher.model.ingest.packed import Packed
+from watcher.model.rules.gitops_rules import kubectl_describe
 from watcher.model.types import FindingType, rfc3339
 
 HOUR = 60 * MIN
@@ -536,3 +537,35 @@ def cron_job(**status: Any) -> Obj:
 def test_a_cronjob_fails_when_its_last_scheduled_run_did_not_succeed(status: Obj, failing: bool) -> None:
     found = [f for f in run(flux(), cron_job(**status)).findings if f.type is FindingType.OBJECT_FAILING]
     assert bool(found) is failing
+
+
+@pytest.mark.parametrize(
+    ("api_version", "kind", "said"),
+    [
+        pytest.param("v1", "Service", "`kubectl describe service web -n apps`", id="core"),
+        pytest.param("batch/v1", "Job", "`kubectl describe job web -n apps`", id="built-in-group"),
+        pytest.param(
+            "apiregistration.k8s.io/v1",
+            "APIService",
+            "`kubectl describe apiservice web -n apps`",
+            id="k8s-io",
+        ),
+        pytest.param(
+            "kustomize.toolkit.fluxcd.io/v1",
+            "Kustomization",
+            "`kubectl describe kustomization web -n apps`",
+            id="flux",
+        ),
+        pytest.param(
+            "serving.knative.dev/v1",
+            "Service",
+            "`kubectl describe service.serving.knative.dev web -n apps`",
+            id="a-third-partys-kind-named-like-a-built-in-one",
+        ),
+    ],
+)
+def test_the_describe_hint_names_a_third_partys_kind_with_its_group(
+    api_version: str, kind: str, said: str
+) -> None:
+    subject = {"apiVersion": api_version, "kind": kind, "namespace": "apps", "name": "web"}
+    assert kubectl_describe(subject) == said

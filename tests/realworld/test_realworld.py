@@ -375,6 +375,11 @@ CASE_TABLE = [
     ),
     pytest.param("keda-scaledobject-ready", HEALTHY, id="keda-scaledobject-ready"),
     pytest.param(
+        "keda-scaledobject-falling-back",
+        roots(f"{OF}/ScaledObject/apps/checkout-api"),
+        id="keda-scaledobject-falling-back",
+    ),
+    pytest.param(
         "knative-service-revision-failed",
         roots(f"{OF}/Service/apps/thumbnailer"),
         id="knative-service-revision-failed",

@@ -115,6 +115,7 @@ FAILURE_CONDITIONS: Mapping[tuple[str, str], tuple[str, ...]] = {
     ("apps", "ReplicaSet"): ("ReplicaFailure",),
     ("extensions", "ReplicaSet"): ("ReplicaFailure",),
     (CRD_GROUP, "CustomResourceDefinition"): ("NonStructuralSchema",),
+    ("keda.sh", "ScaledObject"): ("Fallback",),
     ("", "Namespace"): (
         "NamespaceDeletionDiscoveryFailure",
         "NamespaceDeletionGroupVersionParsingFailure",
@@ -124,7 +125,9 @@ FAILURE_CONDITIONS: Mapping[tuple[str, str], tuple[str, ...]] = {
 """Condition types that, True, say a kind fails where kstatus does not (rules/resources.py): a
 ReplicaSet whose Pods an admission webhook or a quota refuses (its Deployment never gets them), a
 CRD whose schema is not structural (its objects are neither pruned nor validated as expected), a
-Namespace whose deletion cannot finish (an API group it cannot list, content it cannot delete).
+KEDA ScaledObject whose triggers fail (Fallback: its target held at spec.fallback.replicas while
+Ready stays True), a Namespace whose deletion cannot finish (an API group it cannot list, content
+it cannot delete).
 The fast path packs a ReplicaSet unjudged only when none of these holds."""
 
 UNMET_CONDITIONS: Mapping[tuple[str, str], Mapping[str, frozenset[str]]] = {

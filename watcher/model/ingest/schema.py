@@ -80,6 +80,7 @@ CUSTOM = Kind(
                 "conditions": CONDITIONS,
                 "observedGeneration": GENERATION,
                 "phase": TOKEN,
+                "message": MESSAGE,  # beside a phase, why (Argo Rollouts): ObjectFailing quotes it
                 "lastAppliedRevision": S,
                 "lastAttemptedRevision": S,
                 "lastHandledReconcileAt": S,

@@ -310,10 +310,17 @@ def reconcile_failed(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
 
 
 def kubectl_describe(subject: Subject) -> str:
-    """`kubectl describe <kind> <name> [-n <namespace>]`, quoted as code, as messages name it."""
+    """`kubectl describe <kind> <name> [-n <namespace>]`, quoted as code, as messages name it. A
+    third party's kind is named with its group (`service.serving.knative.dev`): its bare name may
+    be a built-in kind's (Knative's Service) or another operator's, and kubectl would describe
+    that one. Built-in groups (no dot, or *.k8s.io) and Flux's keep the bare kind."""
     namespace = subject["namespace"]
     scope = f" -n {namespace}" if namespace else ""
-    return f"`kubectl describe {subject['kind'].lower()} {subject['name']}{scope}`"
+    group = group_of(subject["apiVersion"])
+    kind = subject["kind"].lower()
+    if "." in group and not group.endswith((".k8s.io", ".toolkit.fluxcd.io")):
+        kind = f"{kind}.{group}"
+    return f"`kubectl describe {kind} {subject['name']}{scope}`"
 
 
 def _advice(subject: Subject) -> str:

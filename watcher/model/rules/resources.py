@@ -95,7 +95,8 @@ def _failing(obj: Mapping[str, Any]) -> list[Condition]:
         found.append(synced)
     phase = text(obj, "status", "phase")
     if phase in FAILED_PHASES or (obj["kind"] == "PersistentVolumeClaim" and phase == "Lost"):
-        found.append({"type": "Phase", "status": phase})
+        # an operator that keeps a phase often says why beside it (Argo Rollouts' status.message)
+        found.append({"type": "Phase", "status": phase, "message": text(obj, "status", "message")})
     return found
 
 
