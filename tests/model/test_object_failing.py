@@ -423,8 +423,8 @@ def test_a_failing_certificate_is_the_root_and_names_the_kustomization_that_cann
         "Certificate apps/web-tls says Ready=False (Expired: Certificate expired on Sun, 29 Nov 2026 "
         f"09:12:06 UTC) since {rfc3339(NOW - HOUR)}. Also: Issuing=False (Failed: The certificate "
         'request has failed to complete and will be retried: order is in "invalid" state). Its '
-        "controller reports it: see `kubectl describe certificate web-tls -n apps` and that controller's "
-        "logs. Kustomization flux-system/apps applied it and says Ready=True: it has no health checks, so "
+        "controller reports it: see `kubectl describe certificate.cert-manager.io web-tls -n apps` and "
+        "that controller's logs. Kustomization flux-system/apps applied it and says Ready=True: it has no health checks, so "
         "Flux does not see this (`spec.wait: true` or `spec.healthChecks` would make it)."
     )
 
@@ -569,3 +569,26 @@ def test_the_describe_hint_names_a_third_partys_kind_with_its_group(
 ) -> None:
     subject = {"apiVersion": api_version, "kind": kind, "namespace": "apps", "name": "web"}
     assert kubectl_describe(subject) == said
+
+
+def deleted(ago: Any) -> Obj:
+    """A custom resource deleted `ago`, still there (a finalizer), Ready=True as last written."""
+    widget = obj("lab.example.com/v1", "Widget", "cache", cond("Ready", "True", "Ready", "", ago=2 * HOUR))
+    widget["metadata"]["deletionTimestamp"] = ts(ago)
+    return widget
+
+
+def test_an_object_still_there_past_object_deleting_is_failing_held_by_a_finalizer() -> None:
+    found = by_id(run(deleted(31 * MIN)))["ObjectFailing/Widget/apps/cache"]
+    assert found.since == NOW - 31 * MIN
+    assert (
+        f"was deleted at {rfc3339(NOW - 31 * MIN)} and is still there: a finalizer holds it" in found.message
+    )
+
+
+def test_an_object_deleted_minutes_ago_is_not_failing_yet_and_falls_due() -> None:
+    model = HealthModel()
+    model.upsert(deleted(5 * MIN), now=NOW)
+    assert model.evaluate(NOW).findings == []
+    later = model.evaluate(NOW + 25 * MIN)
+    assert [f.id for f in later.findings] == ["ObjectFailing/Widget/apps/cache"]

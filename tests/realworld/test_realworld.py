@@ -404,6 +404,12 @@ CASE_TABLE = [
     ),
     pytest.param("hpa-target-scaled-to-zero", HEALTHY, id="hpa-target-scaled-to-zero"),
     pytest.param(
+        "namespace-stuck-on-a-finalizer",
+        roots(f"{OF}/Namespace/preview-pr-502"),
+        id="namespace-stuck-on-a-finalizer",
+    ),
+    pytest.param("namespace-deleting-for-three-minutes", HEALTHY, id="namespace-deleting-for-three-minutes"),
+    pytest.param(
         "namespace-stuck-terminating",
         roots(f"{OF}/Namespace/preview-pr-481"),
         id="namespace-stuck-terminating",

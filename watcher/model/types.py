@@ -246,6 +246,10 @@ class Thresholds:
     """How long an object of any other kind (a Certificate, an ExternalSecret, a custom resource)
     may say Ready=False before it is ObjectFailing; a verdict of failure (Stalled=True, a Job's
     Failed=True, a CRD whose names were refused) is one at once."""
+    object_deleting: timedelta = timedelta(minutes=30)
+    """How long an object of such a kind may stay deleted but present (a finalizer nobody removes:
+    a Namespace whose content keeps finalizers, a custom resource whose operator is gone) before
+    it is ObjectFailing. Deleting a Namespace full of objects takes minutes, not half an hour."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,7 +56,8 @@ def object_failing(obj: Mapping[str, Any], ctx: Ctx) -> Finding | None:
         return _finding(obj, ctx, f"has failed: {says}", transition(cond), status.status)
     failing = _failing(obj)
     if not failing:
-        return None
+        deleted = time_at(obj, "metadata", "deletionTimestamp")
+        return _still_deleting(obj, ctx, deleted) if deleted is not None else None
     dated = [t for t in (transition(c) for c in failing) if t is not None]
     since = min(dated, default=None)
     if since is not None and not ctx.due(since, ctx.config.thresholds.object_failing):
@@ -142,6 +143,24 @@ def _deciding(obj: Mapping[str, Any], reason: str) -> Condition | None:
         if cond.get("reason") == reason and cond.get("status") in ("True", "False"):
             return cond
     return condition(obj, "Failed")
+
+
+def _still_deleting(obj: Mapping[str, Any], ctx: Ctx, deleted: datetime) -> Finding | None:
+    """Deleted, and still there past `object_deleting`: something keeps a finalizer on it. A
+    Namespace says what in its NamespaceContentRemaining / NamespaceFinalizersRemaining conditions."""
+    if not ctx.due(deleted, ctx.config.thresholds.object_deleting):
+        return None
+    held = [said(c, c["type"]) for c in conditions(obj) if _holds_deletion(c)]
+    why = (
+        "; ".join(held) if held else "a finalizer holds it (kubectl get -o jsonpath='{.metadata.finalizers}')"
+    )
+    return _finding(
+        obj, ctx, f"was deleted at {rfc3339(deleted)} and is still there: {why}", deleted, Status.TERMINATING
+    )
+
+
+def _holds_deletion(cond: Condition) -> bool:
+    return cond.get("status") == "True" and str(cond.get("type", "")).endswith("Remaining")
 
 
 def _also(obj: Mapping[str, Any], says: str) -> str:
