@@ -424,8 +424,9 @@ def test_a_failing_certificate_is_the_root_and_names_the_kustomization_that_cann
         f"09:12:06 UTC) since {rfc3339(NOW - HOUR)}. Also: Issuing=False (Failed: The certificate "
         'request has failed to complete and will be retried: order is in "invalid" state). Its '
         "controller reports it: see `kubectl describe certificate.cert-manager.io web-tls -n apps` and "
-        "that controller's logs. Kustomization flux-system/apps applied it and says Ready=True: it has no health checks, so "
-        "Flux does not see this (`spec.wait: true` or `spec.healthChecks` would make it)."
+        "that controller's logs. Kustomization flux-system/apps applied it and says Ready=True: it has "
+        "no health checks, so Flux does not see this (`spec.wait: true` or `spec.healthChecks` would "
+        "make it)."
     )
 
 
