@@ -375,3 +375,77 @@ def test_revisions_that_name_one_revision_are_taken(text: str) -> None:
 def test_a_malformed_revision_is_refused(text: str, problem: str) -> None:
     with pytest.raises(TargetError, match=problem):
         check_revision(text)
+
+
+def certificate(ready_cond: Obj, *others: Obj) -> Obj:
+    """A cert-manager Certificate the target applied (the conditions cert-manager writes)."""
+    return {
+        "apiVersion": "cert-manager.io/v1",
+        "kind": "Certificate",
+        "metadata": {"name": "web-tls", "namespace": NS, "generation": 1},
+        "spec": {"secretName": "web-tls"},
+        "status": {"conditions": [ready_cond, *others]},
+    }
+
+
+ISSUED = certificate(cond("Ready", "True", "Ready", "Certificate is up to date and has not expired"))
+ISSUING = certificate(
+    cond("Ready", "False", "DoesNotExist", "Issuing certificate as Secret does not exist", since=NOW),
+    cond("Issuing", "True", "DoesNotExist", "Issuing certificate as Secret does not exist", since=NOW),
+)
+EXPIRED = certificate(
+    cond("Ready", "False", "Expired", "Certificate expired", since=NOW - timedelta(hours=3)),
+    cond("Issuing", "False", "Failed", "The certificate request has failed", since=NOW - timedelta(hours=3)),
+)
+WITH_CERT = (
+    *INVENTORY,
+    entry(NS, "web-tls", "Certificate", "cert-manager.io"),
+    entry(NS, "web", "ConfigMap", ""),
+)
+
+
+@pytest.mark.parametrize(
+    ("cert", "outcome", "says"),
+    [
+        pytest.param(ISSUED, Outcome.CONVERGED, "5/5 current", id="issued-current"),
+        pytest.param(ISSUING, Outcome.WAITING, "4/5 current", id="issuing-waited-for"),
+        pytest.param(
+            EXPIRED, Outcome.FAILED, "ObjectFailing Certificate flux-system/web-tls", id="failing-fails"
+        ),
+        pytest.param(None, Outcome.WAITING, "4/5 current", id="not-there-yet-waited-for"),
+    ],
+)
+def test_a_kind_the_target_applied_without_health_checks_is_waited_for_and_fails_the_wait(
+    cert: Obj | None, outcome: Outcome, says: str
+) -> None:
+    """Flux says Ready for a Kustomization without health checks whatever its Certificate does;
+    the wait judges the Certificate itself (kstatus), and a ConfigMap (no state) not at all."""
+    objects = stack(applied(REV_B, *WITH_CERT))
+    found = verdict([*objects, cert] if cert is not None else objects)
+    assert (found.outcome, found.message) == (outcome, says)
+    assert [o.key.kind for o in found.objects].count("ConfigMap") == 0
+
+
+def test_a_failed_job_the_target_applied_fails_the_wait_at_once() -> None:
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "migrate", "namespace": NS, "generation": 1},
+        "spec": {"backoffLimit": 3},
+        "status": {
+            "failed": 4,
+            "conditions": [
+                cond(
+                    "FailureTarget",
+                    "True",
+                    "BackoffLimitExceeded",
+                    "Job has reached the specified backoff limit",
+                ),
+                cond("Failed", "True", "BackoffLimitExceeded", "Job has reached the specified backoff limit"),
+            ],
+        },
+    }
+    objects = stack(applied(REV_B, *INVENTORY, entry(NS, "migrate", "Job", "batch")))
+    found = verdict([*objects, job])
+    assert found.outcome is Outcome.FAILED
+    assert "Job flux-system/migrate" in found.message

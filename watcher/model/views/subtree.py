@@ -1,8 +1,11 @@
 """The subtree a wait judges, and how far each object of it is: current, in progress, failed.
 
 The subtree of a target is what it applied (a Kustomization's inventory: child Kustomizations,
-HelmReleases, Terraforms, workloads), the workloads a HelmRelease installed (graph.release_of)
-and the Pods of every workload, walked parents first. An object is CURRENT when kstatus says
+HelmReleases, Terraforms, workloads, and every other kind with state: a Certificate, a migration
+Job, an operator's resource), the workloads a HelmRelease installed (graph.release_of) and the
+Pods of every workload, walked parents first. A kind that is neither a workload nor a GitOps
+object is judged by kstatus, as Flux's `wait: true` would: most stacks run without it, and Flux
+then says Ready whatever those objects do. An object is CURRENT when kstatus says
 Current with its generation observed and, for Flux objects, Ready=True (kstatus calls an object
 nobody has reconciled yet Current) at the revision asked of it. FAILED is what waiting will not
 fix: Stalled, suspended, a failure at the revision asked (Flux retries it, and fails alike), a
@@ -28,7 +31,7 @@ from watcher.model.ingest.flux import (
     release_keys,
     source_key,
 )
-from watcher.model.ingest.kinds import APPLIERS, KUSTOMIZE_GROUP
+from watcher.model.ingest.kinds import APPLIERS, FLUX_GROUPS, KUSTOMIZE_GROUP, WITHOUT_STATUS
 from watcher.model.ingest.objects import (
     Key,
     condition,
@@ -121,7 +124,7 @@ def walk(
             continue
         if obj["kind"] == "Pod" and (is_deleting(obj) or _replaced_and_done(obj)):
             continue
-        judged = _STATES.get(obj["kind"], _gitops)(obj, ctx)
+        judged = _STATES.get(obj["kind"], _gitops if _is_gitops(obj) else _other)(obj, ctx)
         owner = health.get(key)
         if owner is not None and owner.stale:
             judged = (State.STALE, cached(owner.controller))
@@ -170,7 +173,10 @@ def _none(obj: Mapping[str, Any], ctx: Asked) -> list[Key]:
 
 
 def _applied(obj: Mapping[str, Any], ctx: Asked) -> list[Key]:
-    return inventory(obj) if obj["apiVersion"].startswith(f"{KUSTOMIZE_GROUP}/") else []
+    """Every entry with a state to judge (not a ConfigMap, a Secret, RBAC: kinds.WITHOUT_STATUS)."""
+    if not obj["apiVersion"].startswith(f"{KUSTOMIZE_GROUP}/"):
+        return []
+    return [key for key in inventory(obj, kinds=None) if (key.group, key.kind) not in WITHOUT_STATUS]
 
 
 def _installed(obj: Mapping[str, Any], ctx: Asked) -> list[Key]:
@@ -312,7 +318,23 @@ _STATES: Mapping[str, Callable[[Mapping[str, Any], Asked], Judged]] = {
     "Pod": _pod,
     **dict.fromkeys(WORKLOAD_KINDS, _workload),
 }
-"""How each built-in kind is judged; every other kind is a GitOps object (_gitops)."""
+"""How each built-in kind is judged; a GitOps object by _gitops, every other kind by _other."""
+
+
+def _is_gitops(obj: Mapping[str, Any]) -> bool:
+    """A Flux (or tofu-controller) kind, judged at the revision asked (_gitops)."""
+    return FLUX_GROUPS.get(obj["kind"]) == group_of(obj["apiVersion"])
+
+
+def _other(obj: Mapping[str, Any], ctx: Asked) -> Judged:
+    """Any other kind a stack applies: kstatus' verdict (Current; Failed is what waiting will not
+    fix: Stalled, a Job's Failed, a refused CRD). A slower failure (a Certificate whose order
+    keeps failing) becomes ObjectFailing in the model, a root the wait fails on."""
+    status = compute_status(obj, now=ctx.now)
+    if status.status is Status.CURRENT:
+        return State.CURRENT, ""
+    state = State.FAILED if status.status is Status.FAILED else State.IN_PROGRESS
+    return state, _said(status.reason, status.message)
 
 
 def _said(reason: str | None, message: str | None) -> str:
