@@ -119,11 +119,10 @@ class Telemetry:
     """Why the last evaluation raised ("" once one succeeds): the one served is older, and stale."""
     unauthorized: str = ""
     """Why the API server rejects our credentials (401), while it does; "" otherwise."""
-    listed_kinds: dict[str, int] = field(default_factory=dict)
+    listed_kinds: dict[str, frozenset[KindKey]] = field(default_factory=dict)
     """The kinds inventories list that the watcher does not read anyway, by what it does with
-    them: "watched", "over_limit" (listed_kinds_limit), "not_served" (no CRD Established)."""
-    listed_left_out: frozenset[KindKey] = frozenset()
-    """Those over the limit or not served: not read, and not about to be."""
+    them: "watched", "over_limit" (listed_kinds_limit), "not_served" (no CRD Established); the
+    last two are not read, and not about to be."""
 
     def kind(self, group: str, kind: str) -> KindStats:
         found = self.kinds.get((group, kind))
@@ -202,11 +201,12 @@ class Telemetry:
     def listed_pending(self, unread: Iterable[tuple[str, str, int]]) -> list[str]:
         """The kinds an evaluation counted as listed but not read that the watcher is about to
         read: their watch is starting or listing (not those it may not list, or leaves out)."""
-        kinds = self.kinds
+        kinds, listed = self.kinds, self.listed_kinds
+        left_out = listed.get("over_limit", frozenset()) | listed.get("not_served", frozenset())
         return sorted(
             kind_name((group, kind))
             for group, kind, _ in unread
-            if (group, kind) not in self.listed_left_out
+            if (group, kind) not in left_out
             and not ((found := kinds.get((group, kind))) is not None and found.forbidden)
         )
 

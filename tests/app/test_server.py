@@ -299,7 +299,7 @@ def listing(*, state: str) -> Telemetry:
         stats = telemetry.kind("cert-manager.io", "Certificate")
         stats.forbidden = state == "forbidden"
     if state == "left-out":
-        telemetry.listed_left_out = frozenset({("cert-manager.io", "Certificate")})
+        telemetry.listed_kinds = {"over_limit": frozenset({("cert-manager.io", "Certificate")})}
     return telemetry
 
 

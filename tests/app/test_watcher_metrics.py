@@ -34,7 +34,11 @@ def telemetry() -> Telemetry:
     for seconds in (0.0004, 0.003, 0.02, 0.02, 1.5):
         state.evaluation.observe(seconds)
     state.evaluation_failures = 3
-    state.listed_kinds = {"watched": 3, "over_limit": 1, "not_served": 2}
+    state.listed_kinds = {
+        "watched": frozenset({("a.io", "A"), ("b.io", "B"), ("c.io", "C")}),
+        "over_limit": frozenset({("d.io", "D")}),
+        "not_served": frozenset({("e.io", "E"), ("f.io", "F")}),
+    }
     return state
 
 

@@ -149,7 +149,7 @@ def _families(telemetry: Telemetry) -> Iterator[Metric]:
     yield render_whole(UP, [((), float(telemetry.up))])
     yield render_whole(SYNCED, [((), float(telemetry.synced))])
     listed = dict(telemetry.listed_kinds)
-    yield render_whole(LISTED, [((state,), float(listed.get(state, 0))) for state in LISTED_STATES])
+    yield render_whole(LISTED, [((state,), float(len(listed.get(state, ())))) for state in LISTED_STATES])
     for spec in PER_KIND:
         rows: list[Row] = []
         for (group, kind), stats in kinds:

@@ -245,9 +245,11 @@ class ClusterWatcher:
                 if served is not None:
                     self._custom[served[0]] = resource
                 self._start(resource, self._sink)
-        counts = {"watched": len(self._admitted), "over_limit": len(over), "not_served": len(unserved)}
-        self._telemetry.listed_kinds = counts
-        self._telemetry.listed_left_out = frozenset((*over, *unserved))
+        self._telemetry.listed_kinds = {
+            "watched": frozenset(self._admitted),
+            "over_limit": frozenset(over),
+            "not_served": frozenset(unserved),
+        }
         self._say_left_out(tuple(over), tuple(unserved))
 
     def _resolve(self, key: KindKey) -> Resource | None:
