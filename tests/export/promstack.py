@@ -108,14 +108,8 @@ class Webhook:
             def log_message(self, format: str, *args: Any) -> None:
                 """Quiet: the test output is for the test."""
 
-        server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        try:
+        with loopback(Handler, port=self.port):
             yield self
-        finally:
-            server.shutdown()
-            server.server_close()
 
 
 @contextmanager
@@ -135,11 +129,19 @@ def serve_registry(registry: CollectorRegistry) -> Iterator[str]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    with loopback(Handler) as port:
+        yield f"127.0.0.1:{port}"
+
+
+@contextmanager
+def loopback(handler: type[BaseHTTPRequestHandler], *, port: int = 0) -> Iterator[int]:
+    """A threaded HTTP server with `handler` on 127.0.0.1 (`port`, or a free one) for as long as
+    the block runs; yields its port."""
+    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"127.0.0.1:{server.server_address[1]}"
+        yield server.server_address[1]
     finally:
         server.shutdown()
         server.server_close()

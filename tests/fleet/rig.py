@@ -16,14 +16,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +31,7 @@ import yaml
 from tests.app.test_incidents import REV_A
 from tests.e2e.rig import RULES, run_args
 from tests.e2e.scenarios import tofu_controller_down
-from tests.export.promstack import PROMETHEUS, free_port, get_json, process_running
+from tests.export.promstack import PROMETHEUS, free_port, get_json, loopback, process_running
 from tests.kube.support import poll
 from tests.kubeclient import Kube
 
@@ -262,14 +261,8 @@ def unreadable_exporter_running() -> Iterator[str]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Metrics)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with loopback(Metrics) as port:
+        yield f"127.0.0.1:{port}"
 
 
 def start_stalewatch(cluster: Cluster, kubeconfig: Path, namespace: str) -> None:
