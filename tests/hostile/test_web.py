@@ -32,15 +32,13 @@ from tests.web.incident import incident as incident_evaluation
 from tests.web.sse import Board
 from tests.web.test_browser import live_telemetry
 from tests.web.test_stream import namespace_of, rows
-from watcher.export.metrics import build_registry
 from watcher.model.ingest.projection import project
 from watcher.model.types import Subject
 from watcher.model.views.timeline import VALUE_LIMIT, Change, Entry, Timeline
 from watcher.model.views.transitions import object_changes, rollout_of
-from watcher.telemetry import Telemetry
 from watcher.web.page import PageState
 from watcher.web.parts import Part
-from watcher.web.server import create_app, hardened_app, watch_status
+from watcher.web.server import hardened_app, watch_status
 from watcher.web.stream import StreamHub, install
 from watcher.web.timeline import MAX_LIMIT, TIMELINE, BadParameter, read_query, timeline_document
 
@@ -212,17 +210,7 @@ async def served() -> AsyncIterator[Served]:
     """The real app on a cluster whose messages carry a bidi override and ESC, and a stack
     (flux-system/odd) that lists names a browser resolves away."""
     odd = kustomization("odd", applied=REV_A, inventory=[*ODD_IDS.values(), LINKED])
-    tofu = cluster(incident(message=BIDI), odd)
-    telemetry = Telemetry(up=True, started=True)
-    stats = telemetry.kind("kustomize.toolkit.fluxcd.io", "Kustomization")
-    stats.synced = stats.live = True
-    evaluation = tofu.model.evaluate(NOW)
-    app = create_app(
-        telemetry=telemetry,
-        source=lambda: evaluation,
-        registry=build_registry(lambda: evaluation),
-        model=tofu.model,
-    )
+    app = cluster(incident(message=BIDI), odd).app()
     timeline = Timeline(limit=100)
     timeline.extend(flips(REV_A, REV_A + "x", 3))
     app[TIMELINE] = timeline

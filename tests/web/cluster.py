@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
+from aiohttp import web
 from multidict import MultiDict
 
 from tests.model.builders import (
@@ -28,12 +29,15 @@ from tests.model.builders import (
     terraform,
 )
 from tests.web.dom import Node, parse
+from watcher.export.metrics import build_registry
 from watcher.model.engine import HealthModel
 from watcher.model.ingest.projection import project
 from watcher.model.types import ModelConfig
+from watcher.telemetry import Telemetry
 from watcher.web.objects import around_kinds, kind_key, object_parts
 from watcher.web.page import PageState, render_object, render_page, stack_key
 from watcher.web.query import parse_query
+from watcher.web.server import create_app
 from watcher.web.stacks import StacksCache
 
 HOSTILE = "<img src=x onerror=alert(1)>"
@@ -107,6 +111,20 @@ class Cluster:
         if stack is not None:
             query = replace(query, stack=stack_key(*stack))
         return parse(render_page(self.state(), query, now=LATER).decode())
+
+    def app(self) -> web.Application:
+        """The real aiohttp app serving this cluster's evaluation at NOW, its Kustomizations
+        listed and live."""
+        telemetry = Telemetry(up=True, started=True)
+        stats = telemetry.kind("kustomize.toolkit.fluxcd.io", "Kustomization")
+        stats.synced = stats.live = True
+        evaluation = self.model.evaluate(NOW)
+        return create_app(
+            telemetry=telemetry,
+            source=lambda: evaluation,
+            registry=build_registry(lambda: evaluation),
+            model=self.model,
+        )
 
     def object(self, kind: str, namespace: str, name: str) -> Node | None:
         key = kind_key(kind, namespace, name)

@@ -15,7 +15,6 @@ from tests.controlplane.harness import ControlPlane
 from tests.kube.objects import cond, deployment_status, flux, ready, waiting
 from tests.kube.support import poll, running, settings_for
 from tests.kubeclient import Kube
-from tests.model.builders import NOW
 from tests.web.cluster import HOSTILE, cluster, incident
 from tests.web.dom import parse
 from watcher.export.metrics import build_registry
@@ -28,19 +27,7 @@ REV_A = "main@sha1:" + "a" * 40
 
 @pytest.fixture
 async def served() -> AsyncIterator[str]:
-    tofu = cluster(incident(message=HOSTILE))
-    telemetry = Telemetry(up=True, started=True)
-    stats = telemetry.kind("kustomize.toolkit.fluxcd.io", "Kustomization")
-    stats.synced = stats.live = True
-
-    evaluation = tofu.model.evaluate(NOW)
-    app = create_app(
-        telemetry=telemetry,
-        source=lambda: evaluation,
-        registry=build_registry(lambda: evaluation),
-        model=tofu.model,
-    )
-    async with TestServer(app) as server:
+    async with TestServer(cluster(incident(message=HOSTILE)).app()) as server:
         yield str(server.make_url("")).rstrip("/")
 
 
