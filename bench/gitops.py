@@ -4,12 +4,9 @@ benchmark cluster, with the status their controllers write (artifacts, inventori
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime
 
-from bench.kinds import API_VERSIONS, CONTROLLERS, Obj, sha
+from bench.kinds import API_VERSIONS, CONTROLLERS, Obj, Placed, sha
 
-FAILING_GITOPS = 100
-"""In a cluster built with `failing`, one GitOps object in N of each kind in FAILURES is failing."""
 FAILURES: dict[str, tuple[str, str, str]] = {
     "GitRepository": (
         "GitOperationFailed",
@@ -39,20 +36,11 @@ source-controller, kustomize-controller, helm-controller and tofu-controller wri
 FetchFailed is True while a fetch fails; Released and Apply turn False with Ready."""
 
 
-class GitOps:
+class GitOps(Placed):
     """Mixed into Cluster: the GitOps objects, named and wired by index so every reference
     (sourceRef, dependsOn, helmChart, inventory) points at an object that exists."""
 
-    count: dict[str, int]
     namespaces: list[str]
-    now: datetime
-    failing: bool
-
-    def ago(self, **delta: float) -> str:
-        raise NotImplementedError
-
-    def ns(self, index: int) -> str:
-        raise NotImplementedError
 
     def _deployment_names(self) -> list[tuple[str, str, int]]:
         raise NotImplementedError
@@ -78,7 +66,7 @@ class GitOps:
     def judged(self, obj: Obj, index: int) -> Obj:
         """`obj`, or the failing version of it for one in FAILING_GITOPS of a kind in FAILURES."""
         failure = FAILURES.get(obj["kind"])
-        if not self.failing or failure is None or index % FAILING_GITOPS != FAILING_GITOPS // 2:
+        if failure is None or not self.failing_at(index):
             return obj
         reason, template, second = failure
         meta = obj["metadata"]

@@ -43,6 +43,31 @@ Kustomizations' inventories: a third-party custom kind served by bench/crds/, an
 stalewatch watches them because an inventory lists them."""
 
 
+FAILING_GITOPS = 100
+"""In a cluster built with `failing`, one object in N of each kind that can fail is failing: the
+GitOps kinds in gitops.FAILURES, the Certificates and Jobs of stack.py."""
+
+
+class Placed:
+    """What the builders mixed into workload.Cluster read of it: how many of each kind, when,
+    whether some fail, and each index's namespace."""
+
+    count: dict[str, int]
+    now: datetime
+    failing: bool
+
+    def ago(self, **delta: float) -> str:
+        raise NotImplementedError
+
+    def ns(self, index: int) -> str:
+        raise NotImplementedError
+
+    def failing_at(self, index: int) -> bool:
+        """Whether the index-th object of a kind that can fail is failing: the middle one in
+        every FAILING_GITOPS."""
+        return self.failing and index % FAILING_GITOPS == FAILING_GITOPS // 2
+
+
 def sha(*parts: object) -> str:
     return hashlib.sha1("/".join(map(str, parts)).encode()).hexdigest()
 

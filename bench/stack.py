@@ -15,30 +15,13 @@ only after SuccessCriteriaMet=True).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime
 
-from bench.kinds import API_VERSIONS, Obj, sha
-
-FAILING_STACK = 100
-"""In a cluster built with `failing`, one Certificate and one Job in N is failing (as FAILING_GITOPS)."""
+from bench.kinds import API_VERSIONS, Obj, Placed, sha
 
 
-class Stack:
+class Stack(Placed):
     """Mixed into Cluster: the Certificates and Jobs, the i-th of a kind applied by the
     Kustomization i modulo their number (in its namespace)."""
-
-    count: dict[str, int]
-    now: datetime
-    failing: bool
-
-    def ago(self, **delta: float) -> str:
-        raise NotImplementedError
-
-    def ns(self, index: int) -> str:
-        raise NotImplementedError
-
-    def stack_failing(self, index: int) -> bool:
-        return self.failing and index % FAILING_STACK == FAILING_STACK // 2
 
     def stack_name(self, kind: str, index: int) -> str:
         return f"{'cert' if kind == 'Certificate' else 'migrate'}-{index:05d}"
@@ -75,7 +58,7 @@ class Stack:
                     "renewBefore": "360h0m0s",
                     "privateKey": {"algorithm": "ECDSA", "size": 256, "rotationPolicy": "Always"},
                 },
-                "status": self.certificate_status(name, failing=self.stack_failing(i)),
+                "status": self.certificate_status(name, failing=self.failing_at(i)),
             }
 
     def certificate_status(
@@ -149,7 +132,7 @@ class Stack:
                         }
                     },
                 },
-                "status": self.job_status(failed=self.stack_failing(i)),
+                "status": self.job_status(failed=self.failing_at(i)),
             }
 
     def job_status(self, *, failed: bool) -> Obj:
