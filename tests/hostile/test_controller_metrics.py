@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from watcher.model.ingest.controller_metrics import (
+    MAX_LABEL_VALUE,
     MAX_PROBLEMS,
     ControllerMetrics,
     Unreadable,
@@ -65,6 +66,7 @@ UNREADABLE_LABELS = {
     "bad_label_name": 'gotk_reconcile_duration_seconds_count{1kind="K"} 1',
     "unclosed_set": 'gotk_reconcile_duration_seconds_count{kind="K" 1',
     "no_space_before_value": f"{OBJECT}1",
+    "a_label_value_longer_than_any_name": OBJECT.replace('name="a"', f'name="{"a" * (MAX_LABEL_VALUE + 1)}"'),
 }
 
 

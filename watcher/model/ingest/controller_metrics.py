@@ -34,6 +34,9 @@ MAX_EXPOSITION_BYTES = 64 * 2**20
 """10k objects' gotk histograms are about 16 MiB; four times that is not a controller."""
 MAX_SERIES = 500_000
 """Sample lines (of every family): 10k objects are about 130k."""
+MAX_LABEL_VALUE = 1024
+"""Characters of one label value: a Kubernetes name is at most 253; past this the line is not read
+(so a single hostile line costs at most this much Python-level scanning)."""
 MAX_PROBLEMS = 20
 """Problems named one by one; past this they are counted (`problems_left_off`)."""
 
@@ -210,7 +213,10 @@ def _labels(line: str, at: int) -> tuple[dict[str, str] | None, str]:
             return None, f"label {label.group()} has no quoted value"
         value, at = _quoted(line, at + 1)
         if value is None:
-            return None, f"label {label.group()}'s value is not a closed, validly escaped string"
+            return None, (
+                f"label {label.group()}'s value is not a closed, validly escaped string "
+                f"of at most {MAX_LABEL_VALUE} characters"
+            )
         if label.group() in labels:
             return None, f"label {label.group()} twice"
         labels[label.group()] = value
@@ -228,9 +234,10 @@ def _skip_blank(line: str, at: int) -> int:
 
 
 def _quoted(line: str, at: int) -> tuple[str | None, int]:
-    """A label value after its opening quote: only \\\\, \\" and \\n are escapes (format 0.0.4)."""
+    """A label value after its opening quote: only \\\\, \\" and \\n are escapes (format 0.0.4);
+    None past MAX_LABEL_VALUE characters."""
     out: list[str] = []
-    while at < len(line):
+    while at < len(line) and len(out) <= MAX_LABEL_VALUE:
         char = line[at]
         if char == '"':
             return "".join(out), at + 1
