@@ -4,6 +4,8 @@ long is refused before it is held, never read partly."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
 from watcher.model.ingest.controller_metrics import (
@@ -13,6 +15,8 @@ from watcher.model.ingest.controller_metrics import (
     Unreadable,
     parse_controller_metrics,
 )
+from watcher.model.rules.heartbeat_rules import Liveness, Outcome, Reason, not_reconciling
+from watcher.model.store.heartbeats import Heartbeats
 
 BASE = 'controller_runtime_reconcile_total{controller="c",result="success"} 3\n'
 OBJECT = 'gotk_reconcile_duration_seconds_count{kind="K",namespace="n",name="a"}'
@@ -134,3 +138,50 @@ def test_a_body_without_controller_runtime_series_is_unreadable_never_a_controll
 def test_a_sample_of_a_family_not_read_is_never_decoded_so_it_cannot_be_misread() -> None:
     got = readable(BASE + 'go_info{version="\\q"} NaN\n')
     assert got.problems == ()
+
+
+def test_an_object_missing_from_a_read_that_lost_a_counter_line_is_unknown_never_not_reconciling() -> None:
+    """The lost line may have been its own: absence proves nothing that read."""
+    beats = Heartbeats()
+    start = datetime(2026, 12, 7, 8, 0, tzinfo=UTC)
+    other = 'gotk_reconcile_duration_seconds_count{kind="K",namespace="n",name="b"} 1\n'
+    beats.read("kc", at=start, samples=readable(BASE + other))
+    lost = readable(BASE + other + 'gotk_reconcile_duration_seconds_count{kind="K",name="a\\q"} 1\n')
+    assert lost.incomplete == {"gotk_reconcile_duration_seconds_count"}
+    later = start + timedelta(hours=3)
+    beats.read("kc", at=later, samples=lost)
+    obj = {
+        "apiVersion": "x/v1",
+        "kind": "K",
+        "metadata": {"name": "a", "namespace": "n"},
+        "spec": {"interval": "1m"},
+    }
+    verdict = not_reconciling(
+        obj,
+        beat=beats.object("kc", REF),
+        controller=beats.controller("kc", now=later, stale_after=timedelta(seconds=90)),
+        liveness=Liveness.UP,
+        now=later,
+    )
+    assert (verdict.outcome, verdict.reason) == (Outcome.UNKNOWN, Reason.COUNTER_UNKNOWN)
+
+
+def test_a_series_without_its_identifying_label_is_named_and_its_family_incomplete() -> None:
+    got = readable(BASE + 'gotk_reconcile_duration_seconds_count{kind="K",namespace="n"} 1\n')
+    assert got.problems == ("line 2: gotk_reconcile_duration_seconds_count: no name label",)
+    assert got.objects == {}
+    assert got.incomplete == {"gotk_reconcile_duration_seconds_count"}
+
+
+def test_a_lost_reconcile_total_line_makes_the_total_unknown_not_smaller() -> None:
+    got = readable(BASE + 'controller_runtime_reconcile_total{result="error"} 1\n')
+    assert got.reconciles_total() is None
+
+
+def test_a_lost_queue_line_makes_every_queues_depth_unknown() -> None:
+    got = readable(
+        BASE
+        + 'workqueue_depth{controller="c",name="c",priority="0"} 0\n'
+        + 'workqueue_depth{controller="d",name="d\\q",priority="0"} 7\n'
+    )
+    assert got.queues["c"].depth is None

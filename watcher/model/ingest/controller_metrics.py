@@ -69,8 +69,10 @@ _KEYS: Mapping[str, tuple[str, ...]] = {
     PROCESS_START: (),
 }
 """The labels that identify a series of each family (others, like `controller` on a queue, are
-carried along but not part of the key). A missing key label is read as "" (Prometheus' own
-reading of an absent label); `priority` is absent on older controller-runtime."""
+carried along but not part of the key). An absent `namespace` or `priority` is read as ""
+(Prometheus' own reading; `priority` is absent on older controller-runtime); any other absent
+key label makes the line unattributable."""
+_OPTIONAL = frozenset({"namespace", "priority"})
 
 _NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
@@ -102,11 +104,17 @@ class ControllerMetrics:
     """The process' start (Unix seconds), None when absent or unreadable."""
     problems: tuple[str, ...] = ()
     problems_left_off: int = 0
+    incomplete: frozenset[str] = frozenset()
+    """Families with a line that could not be attributed to a series (labels unreadable): what is
+    absent from them is not known to be absent (an object's missing series, a total's missing
+    result)."""
 
     def reconciles_total(self) -> float | None:
         """Every completed reconcile of every controller in the process; None if any is unknown."""
         values = [v for results in self.reconciles.values() for v in results.values()]
-        return None if any(v is None for v in values) else sum(v for v in values if v is not None)
+        if RECONCILE_TOTAL in self.incomplete or None in values:
+            return None
+        return sum(v for v in values if v is not None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +129,7 @@ class _Reading:
     series: dict[str, dict[tuple[str, ...], float | None]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     left_off: int = 0
+    incomplete: set[str] = field(default_factory=set)
 
     def problem(self, line_number: int, message: str) -> None:
         if len(self.problems) < MAX_PROBLEMS:
@@ -185,8 +194,12 @@ def _sample(reading: _Reading, number: int, line: str) -> None:
     if name not in _WANTED:
         return  # the bulk (go_*, histogram buckets): never decoded, so never misread
     labels, rest = _labels(line, name_match.end())
+    if labels is not None:
+        missing = [label for label in _KEYS[name] if label not in labels and label not in _OPTIONAL]
+        rest, labels = (f"no {missing[0]} label", None) if missing else (rest, labels)
     if labels is None:
         reading.problem(number, f"{name}: {rest}")
+        reading.incomplete.add(name)
         return
     key = tuple(labels.get(label, "") for label in _KEYS[name])
     value, why = _value(rest)
@@ -282,7 +295,13 @@ def _spell(name: str, key: tuple[str, ...]) -> str:
 
 
 def _assemble(reading: _Reading) -> ControllerMetrics:
-    series = reading.series
+    """The families, keyed for their readers. A per-controller or per-queue family with an
+    unattributable line has every value unknown (the lost line may have been any of them); the
+    objects read stay known, only their absence is in doubt (`incomplete`)."""
+    series: dict[str, dict[tuple[str, ...], float | None]] = {
+        name: {key: None for key in values} if name in reading.incomplete and name != OBJECT_COUNT else values
+        for name, values in reading.series.items()
+    }
     objects = {(k[0], k[1], k[2]): v for k, v in series.get(OBJECT_COUNT, {}).items()}
     reconciles: dict[str, dict[str, float | None]] = {}
     for (controller, result), value in series.get(RECONCILE_TOTAL, {}).items():
@@ -294,11 +313,12 @@ def _assemble(reading: _Reading) -> ControllerMetrics:
         depth[queue] = None if before is None or value is None else before + value
     longest = {k[0]: v for k, v in series.get(LONGEST_RUNNING, {}).items()}
     unfinished = {k[0]: v for k, v in series.get(UNFINISHED_WORK, {}).items()}
+    absent = {family: None if family in reading.incomplete else 0.0 for family in _KEYS}
     queues = {
-        name: Queue(
-            depth=depth.get(name, 0.0),
-            longest_running_seconds=longest.get(name, 0.0),
-            unfinished_seconds=unfinished.get(name, 0.0),
+        name: Queue(  # a queue with no sample of a family has not set it yet: 0, unless lines were lost
+            depth=depth.get(name, absent[QUEUE_DEPTH]),
+            longest_running_seconds=longest.get(name, absent[LONGEST_RUNNING]),
+            unfinished_seconds=unfinished.get(name, absent[UNFINISHED_WORK]),
         )
         for name in {*depth, *longest, *unfinished}
     }
@@ -310,4 +330,5 @@ def _assemble(reading: _Reading) -> ControllerMetrics:
         started_at=series.get(PROCESS_START, {}).get(()),
         problems=tuple(reading.problems),
         problems_left_off=reading.left_off,
+        incomplete=frozenset(reading.incomplete),
     )

@@ -124,6 +124,8 @@ class ControllerBeat:
     active_workers: float | None = 0.0
     object_series: int = 0
     """How many objects the last good read had a counter for."""
+    objects_complete: bool = True
+    """False when the last good read lost a per-object line: an absent series is not known absent."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,9 +255,12 @@ def not_reconciling(
             f"spec.interval {str(dig(obj, 'spec', 'interval'))[:40]!r} is not a duration: "
             "no due time to judge by.",
         )
-    if beat.present and not beat.count_known:
+    if (beat.present and not beat.count_known) or (not beat.present and not controller.objects_complete):
         return Verdict(
-            rule, Outcome.UNKNOWN, Reason.COUNTER_UNKNOWN, "Its reconcile counter's sample is unreadable."
+            rule,
+            Outcome.UNKNOWN,
+            Reason.COUNTER_UNKNOWN,
+            "Its reconcile counter is unreadable (or may be on a line of its controller's metrics that was).",
         )
     if not beat.present and controller.object_series == 0:
         return Verdict(

@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from watcher.model.ingest.controller_metrics import ControllerMetrics, ObjectRef
+from watcher.model.ingest.controller_metrics import OBJECT_COUNT, ControllerMetrics, ObjectRef
 from watcher.model.rules.heartbeat_rules import ControllerBeat, ObjectBeat
 
 FORGET_AFTER = timedelta(days=1)
@@ -59,6 +59,7 @@ class _Controller:
     longest_running_seconds: float | None = 0.0
     active_workers: float | None = 0.0
     object_series: int = 0
+    objects_complete: bool = True
     objects: dict[ObjectRef, _Series] = field(default_factory=dict)
 
 
@@ -126,6 +127,7 @@ class Heartbeats:
             longest_running_seconds=state.longest_running_seconds,
             active_workers=state.active_workers,
             object_series=state.object_series,
+            objects_complete=state.objects_complete,
         )
 
     def object(self, controller: str, ref: ObjectRef) -> ObjectBeat:
@@ -175,9 +177,10 @@ def _objects(
             if moved:
                 series.moved_at = at
         any_moved = any_moved or moved
+    state.objects_complete = OBJECT_COUNT not in samples.incomplete
     for ref, series in state.objects.items():
-        if series.absent_since is None and ref not in samples.objects:
-            series.absent_since = at
+        if state.objects_complete and series.absent_since is None and ref not in samples.objects:
+            series.absent_since = at  # with lines lost, what is missing may be among them: unchanged
     state.object_series = len(samples.objects)
     return any_moved
 
