@@ -211,9 +211,10 @@ def test_not_reconciling(case: str) -> None:
 
 
 def test_a_not_reconciling_alarm_names_its_controller_last_reconcile_and_interval() -> None:
+    """Times spelled, never ages: the finding is cached between evaluations."""
     verdict = not_reconciling(flux(), beat=seen(30 * MIN), controller=UP, liveness=Liveness.UP, now=NOW)
     assert verdict.message == (
-        "kustomize-controller is up but has not reconciled it: last seen reconciled 30m ago, "
+        "kustomize-controller is up but has not reconciled it: last seen reconciled at 2026-12-07T11:30:00Z, "
         "past its interval 10m + timeout + slack (21m30s)."
     )
     assert verdict.since == NOW - 30 * MIN + WINDOW
@@ -354,9 +355,16 @@ def test_a_stuck_controller_names_its_queue_workers_and_last_completion() -> Non
     )
     verdict = controller_stuck(beat, windows=[WINDOW], liveness=Liveness.UP, now=NOW)
     assert verdict.message == (
-        "kustomize-controller's work queue has held 4 items for 6m with no reconcile completed; "
-        "last completed a reconcile 7m ago."
+        "kustomize-controller's work queue has held 4 items since 2026-12-07T11:54:00Z with no reconcile "
+        "completed; last completed a reconcile at 2026-12-07T11:53:00Z."
     )
     assert verdict.evidence["depth"] == 4
     assert verdict.evidence["active_workers"] == 1
     assert verdict.since == NOW - MIN
+
+
+def test_a_reconciling_controller_says_when_it_becomes_stuck_with_no_new_read() -> None:
+    beat = replace(STUCK_UP, last_moved_at=NOW - MIN, queued_since=NOW - MIN, depth=2, last_completed_at=None)
+    verdict = controller_stuck(beat, windows=[WINDOW], liveness=Liveness.UP, now=NOW)
+    assert verdict.outcome is Outcome.QUIET
+    assert verdict.recheck_at == NOW - MIN + DEFAULT_HEARTBEAT_THRESHOLDS.queue_not_draining

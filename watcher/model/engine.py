@@ -20,6 +20,9 @@ Incremental design (an event must not cost O(cluster)):
     recomputed only when it, or its source, changes (reverse "source" index);
   * controller verdicts are recomputed only when their workload, one of their Pods
     (tracked per controller), a ReplicaSet in their namespace or a Lease changes;
+  * a controller's heartbeat read (`heartbeat()`) judges again only the objects whose own
+    counter's record it changed, or all of that controller's when what they all read changed
+    (store/beats.py);
   * every cached answer carries the next moment a threshold could flip it; its owner's heap
     of those deadlines (store/deadlines.py) makes `evaluate(later_now)` re-check exactly what is due;
   * correlation (correlate/correlator.py's Correlator) then runs over findings only, and only
@@ -35,6 +38,7 @@ raise is set aside and reported (ingest/quarantine.py), never the whole evaluati
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping
@@ -45,20 +49,23 @@ from typing import Any
 from watcher.model.cluster.rules import ClusterRules
 from watcher.model.correlate.correlator import Correlation, Correlator
 from watcher.model.evaluation import Evaluation
+from watcher.model.ingest.controller_metrics import ControllerMetrics, ObjectRef, Unreadable
 from watcher.model.ingest.kinds import OWNED_KINDS, TRACKED, Track, key_of_kind
 from watcher.model.ingest.objects import Key, key_of, subject_of
 from watcher.model.ingest.packed import Packed
 from watcher.model.ingest.quarantine import SetAside, Step, rule_failed
 from watcher.model.rules.context import Ctx
+from watcher.model.rules.controllers import ControllerState
 from watcher.model.rules.rows import judge, unjudged
 from watcher.model.rules.workloads import timed_by
+from watcher.model.store.beats import HeartbeatTracker
 from watcher.model.store.deadlines import Deadlines
 from watcher.model.store.graph import Edge, Recorder, Snapshot, Store
 from watcher.model.store.listed import KindKey, Listed, lists
 from watcher.model.store.satellites import Filed, Satellites
 from watcher.model.store.table import SortedTable
 from watcher.model.store.tracking import ControllerTracker
-from watcher.model.types import Finding, ModelConfig, ObjectHealth, RevisionInfo
+from watcher.model.types import ControllerHealth, Finding, ModelConfig, ObjectHealth, RevisionInfo
 
 _POD = key_of_kind(Track.POD)
 
@@ -92,6 +99,7 @@ class HealthModel:
         self._controllers = ControllerTracker(self._config, self._store)
         self._rules = ClusterRules(self._config, self._store, running=self._controllers.running)
         self._objects_due = Deadlines()
+        self._beats = HeartbeatTracker(self._config)
         self._health: SortedTable[Key, ObjectHealth] = SortedTable()
         self._revisions: SortedTable[Key, RevisionInfo] = SortedTable()
         self._changed = True
@@ -279,14 +287,52 @@ class HealthModel:
         if sourced:
             self._dirty.update(sourced)
 
+    def heartbeat(self, controller: str, *, at: datetime, read: ControllerMetrics | Unreadable) -> None:
+        """One read of a controller's own /metrics (ingest/controller_metrics.py parsed it, or
+        says why it could not be read): the one entry point of the heartbeat reader.
+
+        `controller` is its ControllerSpec name (`kustomize-controller`), the name that claims
+        its kinds; `at` is the moment of the read, which dates every movement it shows (reads
+        of one controller come in time order; an older one is ignored). From the first read of
+        any controller on, every tracked controller's heartbeat is judged: one never read is
+        unknown, never healthy. An `Unreadable` read makes its heartbeat unknown (no alarm);
+        the next good read still sees every counter's movement in between. Findings:
+        NotReconciling on each object overdue, ControllerStuck on the controller
+        (docs/design/heartbeats.md).
+        """
+        if not self._beats.read(controller, at=at, read=read):
+            return
+        whole, refs = self._beats.changes(controller)
+        self._beat_changed(controller, whole=whole, refs=refs)
+
+    def _beat_changed(self, controller: str, *, whole: bool, refs: Collection[ObjectRef] = ()) -> None:
+        """Mark the objects of `controller` a heartbeat change can affect: all (`whole`) or `refs`."""
+        self._changed = True
+        claims = self._controllers.claims
+        for group, kind in self._store.kinds():
+            if not claims.is_gitops(group, kind) or claims.claim(group, kind).name != controller:
+                continue
+            if whole:
+                self._dirty.update(self._store.raw_of_kind(group, kind))
+                continue
+            for ref in refs:
+                key = Key(group, kind, ref[1], ref[2])
+                if ref[0] == kind and self._store.raw(key) is not None:
+                    self._dirty.add(key)
+
     # -- Time ----------------------------------------------------------------------------------
 
     def _pop_due(self, now: datetime) -> None:
         objects = self._objects_due.pop_due(now)
         controllers = self._controllers.pop_due(now)
+        stale, beats_due = self._beats.pop_due(now)
+        for controller in stale:
+            self._beat_changed(controller, whole=True)
         if self._rules.pop_due(now) or objects or controllers:
             self._changed = self._recheck = True
             self._dirty.update(objects)
+        elif beats_due:
+            self._changed = True
 
     # -- Evaluation ----------------------------------------------------------------------------
 
@@ -305,6 +351,8 @@ class HealthModel:
         for key in dirty:
             self._refresh_object(key, now)
             self._store.pack(key)
+        if self._beats.refresh(now):
+            self._recheck = True
         controllers = self._controllers.visible()
         touched, edges = self._touched, self._touched_edges
         if self._rules.refresh(touched, edges, controllers=controllers, everything=self._recheck, now=now):
@@ -322,6 +370,7 @@ class HealthModel:
                 now=now,
                 satellites=self._satellites.candidates,
                 policies=self._rules.policy_objects,
+                stuck=self._beats.findings(),
             )
             self._reads = reads
             findings = self._satellites.merged(self._correlation)
@@ -336,7 +385,7 @@ class HealthModel:
             now=now,
             findings=findings,
             objects=self._health.values(),
-            controllers=[s.health for s in controllers],
+            controllers=self._controller_health(controllers),
             revisions=self._revisions.values(),
             rejected=self._set_aside.listed(),
             compliance=self._rules.report,
@@ -346,6 +395,13 @@ class HealthModel:
         )
         self._changed = False
         return self._last
+
+    def _controller_health(self, states: Iterable[ControllerState]) -> list[ControllerHealth]:
+        """Each controller workload's verdict, with its heartbeat once heartbeats are read."""
+        beats = self._beats
+        if not beats.on:
+            return [s.health for s in states]
+        return [dataclasses.replace(s.health, heartbeat=beats.heartbeat(s.spec.name)) for s in states]
 
     def listed_kinds(self) -> frozenset[KindKey]:
         """Every kind with state to read that a Kustomization's inventory lists (store/listed.py),
@@ -389,6 +445,8 @@ class HealthModel:
         significant, kinds = self._controllers.refresh(now, reject=self._set_aside.verdict)
         if significant:
             self._recheck = True
+            for controller in self._beats.set_controllers(self._controllers.visible()):
+                self._beat_changed(controller, whole=True)
         for group, kind in kinds:
             self._dirty.update(self._store.raw_of_kind(group, kind))
 
@@ -402,6 +460,7 @@ class HealthModel:
             self._unjudged.pop(key, None)
             self._with_findings.discard(key)
             self._objects_due.schedule(key, None)
+            self._beats.forget(key)
             self._health.set(key, None)
             self._revisions.set(key, None)
             self._set_aside.record(key, Step.RULES, [])
@@ -415,6 +474,12 @@ class HealthModel:
         else:
             self._unjudged.pop(key, None)
         deadline = min(ctx.pending, default=None)
+        if gitops:
+            overdue, recheck = self._beats.judge(key, obj, claim.name if claim is not None else None, now=now)
+            if overdue is not None:
+                findings = [*findings, overdue]
+            if recheck is not None and (deadline is None or recheck < deadline):
+                deadline = recheck
         previous = self._local.get(key)
         if findings != (previous.findings if previous is not None else []):
             self._candidate_changed(key, findings)

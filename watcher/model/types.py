@@ -66,18 +66,28 @@ class FindingType(StrEnum):
     PRUNE_ORPHAN = "PruneOrphan"
     CONFLICTING_WRITERS = "ConflictingWriters"
     OBJECT_FAILING = "ObjectFailing"
+    CONTROLLER_STUCK = "ControllerStuck"
+    NOT_RECONCILING = "NotReconciling"
 
 
 DEFAULT_SEVERITIES: Mapping[FindingType, Severity] = {
     FindingType.CONTROLLER_DOWN: Severity.CRITICAL,
+    FindingType.CONTROLLER_STUCK: Severity.CRITICAL,
     FindingType.CRD_REMOVED: Severity.CRITICAL,
     FindingType.STATUS_STALE: Severity.INFO,
     **{
         t: Severity.WARNING
         for t in FindingType
-        if t not in (FindingType.CONTROLLER_DOWN, FindingType.CRD_REMOVED, FindingType.STATUS_STALE)
+        if t
+        not in (
+            FindingType.CONTROLLER_DOWN,
+            FindingType.CONTROLLER_STUCK,
+            FindingType.CRD_REMOVED,
+            FindingType.STATUS_STALE,
+        )
     },
 }
+"""ControllerStuck is critical like ControllerDown: nothing it owns is reconciled either."""
 
 
 def rfc3339(moment: datetime | None) -> str | None:
@@ -250,6 +260,19 @@ class Thresholds:
     """How long an object of such a kind may stay deleted but present (a finalizer nobody removes:
     a Namespace whose content keeps finalizers, a custom resource whose operator is gone) before
     it is ObjectFailing. Deleting a Namespace full of objects takes minutes, not half an hour."""
+    heartbeat_slack: timedelta = timedelta(minutes=1)
+    """Added to every object's due window (NotReconciling): time between reads, scheduling, skew."""
+    heartbeat_jitter_fraction: float = 0.10
+    """Of the interval, added to the due window too: Flux jitters intervals by ±5%."""
+    heartbeat_retry_backoff_cap: timedelta = timedelta(minutes=15)
+    """The gap of an object that is not Ready: Flux retries it on back-off up to --max-retry-delay."""
+    heartbeat_stale_after: timedelta = timedelta(seconds=90)
+    """A controller's heartbeat whose last good read is older than this is unknown (3 missed reads)."""
+    queue_not_draining: timedelta = timedelta(minutes=5)
+    """Work queued this long with no reconcile completed is ControllerStuck."""
+    processor_floor: timedelta = timedelta(minutes=10)
+    """One reconcile may run at least this long (or its objects' longest due window) before the
+    controller is ControllerStuck."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,6 +305,33 @@ class ControllerHealth:
     since: datetime | None
     name: str = ""
     """The ControllerSpec name this workload matched (e.g. "tofu-controller")."""
+    heartbeat: Heartbeat | None = None
+    """What its own metrics say of its reconciling (HealthModel.heartbeat); None while no
+    heartbeat is read at all (no reader feeds the model), never "reconciling" by default."""
+
+
+class HeartbeatState(StrEnum):
+    """A controller's heartbeat, from a FIXED set (a metric label)."""
+
+    RECONCILING = "Reconciling"
+    STUCK = "Stuck"
+    UNKNOWN = "Unknown"
+    """Not read, unreadable, stale, or it is not known whether the controller is up."""
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    """One controller's heartbeat as the page and /metrics show it."""
+
+    state: HeartbeatState
+    detail: str
+    """Why it is unknown, or what is stuck; "" while it reconciles."""
+    last_reconciled: datetime | None
+    """The last read at which one of its counters moved (None: not since watching began)."""
+    since: datetime | None = None
+    """When it became stuck (ControllerStuck's since)."""
+    overdue: int = 0
+    """Its objects that are NotReconciling."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,8 @@ Runs over findings, not objects, so its cost follows the number of problems. Ste
      points at it: a source that cannot fetch fails everything built from it.
   5. DependencyBlocked follows dependsOn to the first dependency with a finding (which,
      followed in turn, reaches the deepest cause); unexplained ones wait their threshold.
-  6. A controller that went down after its CRD was removed points at CRDRemoved.
+  6. A controller that went down after its CRD was removed points at CRDRemoved. Every
+     NotReconciling of a controller that is ControllerStuck (store/beats.py) points at it.
      A PruneOrphan names the findings on its object (precedence made them its symptoms).
   7. Every finding gets root_cause = the end of its chain; each root lists, in
      `affected`, every subject it explains (roots.py).
@@ -91,12 +92,14 @@ class Correlator:
         now: datetime,
         satellites: Mapping[Key, Finding] | None = None,
         policies: PolicyObjects | None = None,
+        stuck: Sequence[Finding] = (),
     ) -> Correlation:
         """Root-attributed, deterministically ordered findings (roots first, critical first).
 
         `satellites`: StatusStale candidates, by subject, that are the only candidate on it and
         are not among `candidates` (see the module docstring). `policies`: the objects a denial's
-        policy may be (compliance.Compliance.policy_objects).
+        policy may be (compliance.Compliance.policy_objects). `stuck`: the ControllerStuck
+        findings (never of a controller that is down: that one is ControllerDown's).
         """
         run = Pass(view, config, now, satellites or {}, self._owners)
         own_pods = _controllers(run, controllers)
@@ -104,6 +107,8 @@ class Correlator:
         for removal in removals:
             run.add(removal)
             run.extra[removal.id] = list(removal.affected)
+        for root in stuck:
+            run.add(root)
         keyed = [(key_of_subject(c.subject), c) for c in candidates]
         stale = {key for key, c in keyed if c.type is FindingType.STATUS_STALE}
         attempts: dict[str, list[Finding]] = defaultdict(list)
@@ -121,6 +126,7 @@ class Correlator:
         _sources(run)
         _dependencies(run)
         _crd_links(run)
+        _stuck_links(run)
         _skew_siblings(run)
         link_stacks(run)
         acted_on(run)
@@ -396,6 +402,23 @@ def _skew_siblings(run: Pass) -> None:
             finding.message += (
                 f" Already on it from the same source: {', '.join(describe(k) for k in ahead)}."
             )
+
+
+def _stuck_links(run: Pass) -> None:
+    """An object its controller does not reconcile, while that controller is stuck, is its symptom."""
+    stuck = {
+        f.evidence["controller"]: f.id for f in run.found.values() if f.type is FindingType.CONTROLLER_STUCK
+    }
+    if not stuck:
+        return
+    for finding in run.found.values():
+        cause = (
+            stuck.get(finding.evidence.get("controller", ""))
+            if finding.type is FindingType.NOT_RECONCILING
+            else None
+        )
+        if cause is not None:
+            run.links[finding.id] = cause
 
 
 def _crd_links(run: Pass) -> None:

@@ -3,7 +3,8 @@
 Every finding gets root_cause = the end of its chain of links (a cycle is broken at its
 smallest id); each root lists, in `affected`, every subject it explains, counting the
 unpromoted satellites (see store/satellites.py) as if they had been members. A ControllerDown's
-message says how many objects it leaves with a cached status.
+message says how many objects it leaves with a cached status, a ControllerStuck's how many are
+overdue.
 """
 
 from __future__ import annotations
@@ -60,6 +61,8 @@ def finish(run: Pass) -> Correlation:
         run.found[root].affected = sorted(subjects.values(), key=subject_order)
         if run.found[root].type is FindingType.CONTROLLER_DOWN:
             _controller_message(run, run.found[root], explained, stale=len(satellites.get(root, ())))
+        elif run.found[root].type is FindingType.CONTROLLER_STUCK:
+            _stuck_message(run, run.found[root], explained)
     for root, extra in run.extra.items():
         run.found[root].affected = sorted(extra, key=subject_order)
     explaining = members.keys() | satellites.keys()
@@ -86,6 +89,19 @@ def _root(fid: str, parent: Mapping[str, str | None], roots: dict[str, str]) -> 
     for member in path:
         roots[member] = root
     return root
+
+
+def _stuck_message(run: Pass, finding: Finding, explained: Sequence[str]) -> None:
+    """How many of its objects are overdue, and how many more are blocked behind them."""
+    overdue = {run.keys[f] for f in explained if run.found[f].type is FindingType.NOT_RECONCILING}
+    others = len({run.keys[f] for f in explained} - overdue)
+    if overdue:
+        n = len(overdue)
+        finding.message += (
+            f" {n} object{'s' if n != 1 else ''} it reconciles {'are' if n != 1 else 'is'} overdue"
+        )
+        blocked = f" and {others} more {'is' if others == 1 else 'are'} blocked behind them"
+        finding.message += (blocked if others else "") + "."
 
 
 def _controller_message(run: Pass, finding: Finding, explained: Sequence[str], *, stale: int = 0) -> None:

@@ -12,9 +12,9 @@ per-object counter can (see ingest/controller_metrics.py). Two rules:
 
 Both are only ever an alarm when the controller is up and its heartbeat is known: a controller
 that is down is ControllerDown's (rules/controllers.py), and a heartbeat that could not be read
-is UNKNOWN, never quiet (healthy) and never an alarm. Verdicts are this module's own type, not
-Findings yet: adding FindingTypes obliges alert rules, runbooks and dashboard panels, which come
-with the wiring (docs/design/heartbeats.md).
+is UNKNOWN, never quiet (healthy) and never an alarm. Verdicts are this module's own type; the
+engine's heartbeat tracker (store/beats.py) makes the alarms NotReconciling and ControllerStuck
+findings. Messages spell times, never ages: a finding is cached between evaluations.
 
 The store (store/heartbeats.py) produces the `ControllerBeat` and `ObjectBeat` read here; they
 are declared here because rules sit below the store.
@@ -32,14 +32,13 @@ from watcher.model.ingest.kinds import HELM_GROUP, KUSTOMIZE_GROUP, SOURCE_GROUP
 from watcher.model.ingest.objects import (
     condition,
     dig,
-    format_age,
     format_duration,
     is_deleting,
     parse_duration,
     text,
     time_at,
 )
-from watcher.model.types import rfc3339
+from watcher.model.types import Thresholds, rfc3339
 
 NOT_RECONCILING = "NotReconciling"
 CONTROLLER_STUCK = "ControllerStuck"
@@ -86,21 +85,29 @@ class Reason(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class HeartbeatThresholds:
-    slack: timedelta = timedelta(minutes=1)
-    """Added to every due window: read intervals, scheduling, clock skew."""
-    jitter_fraction: float = 0.10
-    """Of the interval, added too: Flux jitters intervals by ±5% (--interval-jitter-percentage)."""
-    retry_backoff_cap: timedelta = timedelta(minutes=15)
-    """A failing object may wait this long between attempts (Flux's --max-retry-delay default)."""
-    stale_after: timedelta = timedelta(seconds=90)
-    """A heartbeat whose last good read is older is unknown (3 reads at the 30 s default)."""
-    queue_not_draining: timedelta = timedelta(minutes=5)
-    """Work queued this long with no reconcile completed is stuck."""
-    processor_floor: timedelta = timedelta(minutes=10)
-    """One reconcile may run at least this long, or its objects' longest timeout + slack."""
+    """The heartbeat fields of the model's Thresholds (declared, with their defaults and why,
+    in types.Thresholds; set in the config's `thresholds.`)."""
+
+    slack: timedelta
+    jitter_fraction: float
+    retry_backoff_cap: timedelta
+    stale_after: timedelta
+    queue_not_draining: timedelta
+    processor_floor: timedelta
 
 
-DEFAULT_HEARTBEAT_THRESHOLDS = HeartbeatThresholds()
+def heartbeat_thresholds(thresholds: Thresholds) -> HeartbeatThresholds:
+    return HeartbeatThresholds(
+        slack=thresholds.heartbeat_slack,
+        jitter_fraction=thresholds.heartbeat_jitter_fraction,
+        retry_backoff_cap=thresholds.heartbeat_retry_backoff_cap,
+        stale_after=thresholds.heartbeat_stale_after,
+        queue_not_draining=thresholds.queue_not_draining,
+        processor_floor=thresholds.processor_floor,
+    )
+
+
+DEFAULT_HEARTBEAT_THRESHOLDS = heartbeat_thresholds(Thresholds())
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,9 +299,9 @@ def not_reconciling(
             evidence=evidence,
         )
     seen = (
-        f"last seen reconciled {format_age(beat.moved_at, now)}"
+        f"last seen reconciled at {rfc3339(beat.moved_at)}"
         if beat.moved_at is not None
-        else f"not seen reconciled since watching began {format_age(reference, now)}"
+        else f"not seen reconciled since {rfc3339(reference)}"
     )
     if beat.present:
         return Verdict(
@@ -311,8 +318,8 @@ def not_reconciling(
         Outcome.ALARM,
         Reason.NO_SERIES,
         f"{controller.controller} is up and reports {controller.object_series} other objects, "
-        f"but none of this one for {format_duration(now - reference, rough=True)} "
-        f"(its window {evidence['window']}): a shard, label selector or watched namespace that excludes it?",
+        f"but none of this one since {rfc3339(reference)} (its window {evidence['window']}): "
+        "a shard, label selector or watched namespace that excludes it?",
         since=due,
         evidence=evidence,
     )
@@ -341,7 +348,11 @@ def controller_stuck(
         "last_completed": rfc3339(controller.last_completed_at),
         "last_moved": rfc3339(controller.last_moved_at),
     }
-    last = f"last completed a reconcile {_age(controller.last_completed_at, now)}"
+    last = (
+        f"last completed a reconcile at {rfc3339(controller.last_completed_at)}"
+        if controller.last_completed_at is not None
+        else "no reconcile completed since watching began"
+    )
     quiet_since = max(
         (t for t in (controller.watched_since, controller.last_moved_at) if t is not None), default=now
     )
@@ -350,8 +361,7 @@ def controller_stuck(
             rule,
             Outcome.ALARM,
             Reason.NO_RECONCILES_WHILE_DUE,
-            f"{controller.controller} is up but no counter moved for "
-            f"{format_duration(now - quiet_since, rough=True)} "
+            f"{controller.controller} is up but no counter moved since {rfc3339(quiet_since)} "
             f"while its objects are due every {format_duration(min(windows), rough=True)} at most; {last}.",
             since=quiet_since + min(windows),
             evidence=evidence,
@@ -367,8 +377,8 @@ def controller_stuck(
             rule,
             Outcome.ALARM,
             Reason.QUEUE_NOT_DRAINING,
-            f"{controller.controller}'s work queue has held {controller.depth:g} items for "
-            f"{format_duration(now - queued, rough=True)} with no reconcile completed; {last}.",
+            f"{controller.controller}'s work queue has held {controller.depth:g} items since "
+            f"{rfc3339(queued)} with no reconcile completed; {last}.",
             since=queued + thresholds.queue_not_draining,
             evidence=evidence,
         )
@@ -394,10 +404,14 @@ def controller_stuck(
             f"{controller.controller}'s work queue sample is unreadable: whether it is stuck is not known.",
             evidence=evidence,
         )
+    flips = [quiet_since + min(windows)] if windows else []
+    if queued is not None and (completed is None or completed <= queued):
+        flips.append(queued + thresholds.queue_not_draining)
     return Verdict(
-        rule, Outcome.QUIET, Reason.RECONCILING, f"{controller.controller} is reconciling.", evidence=evidence
+        rule,
+        Outcome.QUIET,
+        Reason.RECONCILING,
+        f"{controller.controller} is reconciling.",
+        recheck_at=min((t for t in flips if t > now), default=None),
+        evidence=evidence,
     )
-
-
-def _age(moment: datetime | None, now: datetime) -> str:
-    return format_age(moment, now) if moment is not None else "not since watching began"

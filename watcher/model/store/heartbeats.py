@@ -61,6 +61,10 @@ class _Controller:
     object_series: int = 0
     objects_complete: bool = True
     objects: dict[ObjectRef, _Series] = field(default_factory=dict)
+    whole: bool = True
+    """Since changes() was last asked: something every object's verdict reads changed."""
+    changed: set[ObjectRef] = field(default_factory=set)
+    """Since changes() was last asked: the objects whose ObjectBeat changed."""
 
 
 class Heartbeats:
@@ -86,8 +90,10 @@ class Heartbeats:
         if state.last_read_at is not None and at < state.last_read_at:
             return False
         state.last_read_at = at
+        before = _shared(state)
         if samples is None:
             state.problem = problem or "unreadable"
+            state.whole = state.whole or _shared(state) != before
             return True
         state.problem = ""
         first = state.watched_since is None
@@ -106,7 +112,28 @@ class Heartbeats:
             state.last_moved_at = at
         self._forget(state, at)
         _queues(state, samples, at)
+        state.whole = state.whole or first or restarted or _shared(state) != before
         return True
+
+    def changes(self, controller: str) -> tuple[bool, frozenset[ObjectRef]]:
+        """What the reads since the last call changed, and forget it: (whether something every
+        object's verdict reads changed, the objects whose own counter's record changed). The
+        engine judges again only those (a read of 10k unmoved counters changes nothing)."""
+        state = self._controllers.get(controller)
+        if state is None:
+            return False, frozenset()
+        whole, changed = state.whole, frozenset(state.changed)
+        state.whole = False
+        state.changed.clear()
+        return whole, changed
+
+    def good_until(self, controller: str, *, stale_after: timedelta) -> datetime | None:
+        """The first moment its heartbeat is stale with no further read (None: it is not good
+        now). Stale is strictly older than `stale_after`, hence the microsecond."""
+        state = self._controllers.get(controller)
+        if state is None or state.problem or state.last_good_at is None:
+            return None
+        return state.last_good_at + stale_after + timedelta(microseconds=1)
 
     def controller(self, controller: str, *, now: datetime, stale_after: timedelta) -> ControllerBeat:
         state = self._controllers.get(controller) or _Controller()
@@ -150,6 +177,18 @@ class Heartbeats:
         ]
         for ref in gone:
             del state.objects[ref]
+        state.changed.update(gone)
+
+
+def _shared(state: _Controller) -> tuple[object, ...]:
+    """What every object's verdict reads of its controller's record (besides time)."""
+    return (
+        state.problem,
+        state.watched_since,
+        state.total is None,
+        state.objects_complete,
+        state.object_series == 0,
+    )
 
 
 def _restarted(state: _Controller, samples: ControllerMetrics, total: float | None) -> bool:
@@ -172,7 +211,10 @@ def _objects(
             moved = restarted or (value is not None and series.value is not None and value != series.value)
         if series is None:
             state.objects[ref] = _Series(value=value, first_seen=at, moved_at=at if moved else None)
+            state.changed.add(ref)
         else:
+            if moved or series.absent_since is not None or (series.value is None) != (value is None):
+                state.changed.add(ref)
             series.value, series.absent_since = value, None
             if moved:
                 series.moved_at = at
@@ -181,6 +223,7 @@ def _objects(
     for ref, series in state.objects.items():
         if state.objects_complete and series.absent_since is None and ref not in samples.objects:
             series.absent_since = at  # with lines lost, what is missing may be among them: unchanged
+            state.changed.add(ref)
     state.object_series = len(samples.objects)
     return any_moved
 

@@ -22,7 +22,9 @@ from watcher.model.types import Finding, FindingType, ModelConfig, Severity, Sub
 PRECEDENCE: Sequence[FindingType] = (
     FindingType.CRD_REMOVED,
     FindingType.CONTROLLER_DOWN,
+    FindingType.CONTROLLER_STUCK,
     FindingType.STATUS_STALE,
+    FindingType.NOT_RECONCILING,
     FindingType.PRUNE_ORPHAN,
     FindingType.STALLED,
     FindingType.POLICY_DENIED,
@@ -38,7 +40,8 @@ PRECEDENCE: Sequence[FindingType] = (
     FindingType.OBJECT_FAILING,
     FindingType.RETRY_LOOP,
 )
-"""Within one subject, the earlier type explains the later ones (a blocked object also lags; a
+"""Within one subject, the earlier type explains the later ones (a blocked object also lags; an
+object its controller does not reconcile (NotReconciling) is why its status says nothing new; a
 policy's denial is why the revision is not applied, Ready says False and the Events repeat; an
 object Git no longer has, left by prune, is why its controller still fails on it at all; writers
 fighting over the spec are why its generation is never observed, its reconcile never settles and
