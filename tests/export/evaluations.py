@@ -17,6 +17,8 @@ from watcher.model.types import (
     ControllerHealth,
     Finding,
     FindingType,
+    Heartbeat,
+    HeartbeatState,
     ObjectHealth,
     RevisionInfo,
     Severity,
@@ -209,6 +211,53 @@ def controller_down() -> Evaluation:
     )
 
 
+def controller_stuck() -> Evaluation:
+    """kustomize-controller up but stuck (root) with two overdue Kustomizations; helm-controller
+    reconciling; source-controller's metrics unreadable (unknown: no overdue count, never 0);
+    notification-controller's heartbeat not read at all (no heartbeat series)."""
+    kc = deployment("kustomize-controller")
+    apps, infra = ks("flux-system", "apps"), ks("flux-system", "infra")
+    root = finding(
+        "ControllerStuck/Deployment/flux-system/kustomize-controller",
+        FindingType.CONTROLLER_STUCK,
+        kc,
+        severity=Severity.CRITICAL,
+        affected=[apps, infra],
+    )
+    symptoms = [
+        finding(f"NotReconciling/{s['name']}", FindingType.NOT_RECONCILING, s, root_cause=root.id)
+        for s in (apps, infra)
+    ]
+
+    def up(name: str, group: str, heartbeat: Heartbeat | None) -> ControllerHealth:
+        return ControllerHealth(deployment(name), True, "Available", (group,), None, name, heartbeat)
+
+    return Evaluation(
+        now=NOW,
+        findings=[root, *symptoms],
+        objects=[],
+        controllers=[
+            up(
+                "kustomize-controller",
+                "kustomize.toolkit.fluxcd.io",
+                Heartbeat(HeartbeatState.STUCK, "no counter moved", READY_SINCE, DOWN_SINCE, overdue=2),
+            ),
+            up(
+                "helm-controller",
+                "helm.toolkit.fluxcd.io",
+                Heartbeat(HeartbeatState.RECONCILING, "", DOWN_SINCE),
+            ),
+            up(
+                "source-controller",
+                "source.toolkit.fluxcd.io",
+                Heartbeat(HeartbeatState.UNKNOWN, "connection refused", None),
+            ),
+            up("notification-controller", "notification.toolkit.fluxcd.io", None),
+        ],
+        revisions=[],
+    )
+
+
 def odd_names() -> Evaluation:
     """Values that need escaping in the exposition, a cluster-scoped subject and non-ASCII text."""
     weird = ks("team-ä", 'quote"back\\slash')
@@ -375,7 +424,14 @@ def hostile() -> Evaluation:
             ControllerHealth(
                 controller, up=False, reason="LeaseExpired", groups=(f"g-{HOSTILE}", "a.io"), since=DOWN_SINCE
             ),
-            ControllerHealth(deployment("up"), up=True, reason="", groups=(), since=None),
+            ControllerHealth(
+                deployment("up"),
+                up=True,
+                reason="",
+                groups=(),
+                since=None,
+                heartbeat=Heartbeat(HeartbeatState.STUCK, HOSTILE, READY_SINCE, DOWN_SINCE, overdue=3),
+            ),
         ],
         revisions=[
             RevisionInfo(odd, f"GitRepository/{HOSTILE}", f"main@{HOSTILE}", HOSTILE),

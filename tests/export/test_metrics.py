@@ -43,6 +43,7 @@ def value(evaluation: Evaluation, metric: str, /, **labels: str) -> float | None
     [
         pytest.param(ev.empty, id="empty"),
         pytest.param(ev.controller_down, id="controller_down"),
+        pytest.param(ev.controller_stuck, id="controller_stuck"),
         pytest.param(ev.odd_names, id="odd_names"),
         pytest.param(ev.policy_denied, id="policy_denied"),
         pytest.param(ev.crd_ownership_risk, id="crd_ownership_risk"),
@@ -186,6 +187,20 @@ def test_controller_down_reason_is_a_stateset_over_the_fixed_reasons(
     assert got == {r: expected.get(r, 0.0) for r in DOWN_REASONS}
 
 
+def test_a_controller_heartbeat_is_a_stateset_and_unknown_has_no_overdue_count() -> None:
+    evaluation = ev.controller_stuck()
+    beat = "stalewatch_controller_heartbeat"
+    where = {"namespace": "flux-system"}
+    assert value(evaluation, beat, **where, name="kustomize-controller", state="Stuck") == 1.0
+    assert value(evaluation, beat, **where, name="kustomize-controller", state="Reconciling") == 0.0
+    assert value(evaluation, beat, **where, name="source-controller", state="Unknown") == 1.0
+    overdue = "stalewatch_controller_overdue_objects"
+    assert value(evaluation, overdue, **where, name="kustomize-controller") == 2.0
+    assert value(evaluation, overdue, **where, name="helm-controller") == 0.0
+    assert value(evaluation, overdue, **where, name="source-controller") is None
+    assert value(evaluation, beat, **where, name="notification-controller", state="Unknown") is None
+
+
 def test_the_same_object_twice_is_rendered_once() -> None:
     base = ev.controller_down()
     twice = Evaluation(
@@ -257,6 +272,9 @@ def test_a_scrape_rebuilds_only_the_families_whose_model_list_changed() -> None:
         "stalewatch_controller_up",
         "stalewatch_controller_down_reason",
         "stalewatch_controller_info",
+        "stalewatch_controller_heartbeat",
+        "stalewatch_controller_last_reconcile_timestamp_seconds",
+        "stalewatch_controller_overdue_objects",
         stamp,
     }
 

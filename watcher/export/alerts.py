@@ -157,6 +157,19 @@ FINDING_TEXTS: Mapping[FindingType, tuple[str, str]] = {
         " longer than its threshold. The Kustomization or HelmRelease that applied it may still say"
         " Ready=True: without health checks Flux does not look at it.",
     ),
+    FindingType.CONTROLLER_STUCK: (
+        "is up but not reconciling",
+        "The controller runs and renews its Lease, but its own metrics show it reconciles nothing:"
+        " no reconcile counter moved while objects were due, its work queue does not drain, or one"
+        " reconcile runs far past any timeout. Nothing it owns is reconciled meanwhile.",
+    ),
+    FindingType.NOT_RECONCILING: (
+        "is not being reconciled",
+        "Its controller is up, but the object's reconcile counter has not moved for longer than its"
+        " interval + timeout + slack (or it has no counter at all while the controller reports"
+        " others: a shard, label selector or watched namespace that excludes it). Its status is"
+        " as old as its last reconcile.",
+    ),
     FindingType.CONFLICTING_WRITERS: (
         "is rewritten in turn by writers that undo each other",
         "Two or more field managers keep rewriting it, each erasing or taking over fields another"

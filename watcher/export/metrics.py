@@ -52,6 +52,7 @@ from watcher.model.evaluation import Evaluation
 from watcher.model.types import (
     CONTROLLER_DOWN_REASONS,
     ControllerHealth,
+    HeartbeatState,
     ObjectHealth,
     RevisionInfo,
     Status,
@@ -65,6 +66,8 @@ STATUSES: tuple[str, ...] = tuple(str(s) for s in Status)
 
 DOWN_REASONS: tuple[str, ...] = tuple(str(r) for r in CONTROLLER_DOWN_REASONS)
 """The fixed states of stalewatch_controller_down_reason; a fixed set keeps the series count bounded."""
+
+HEARTBEAT_STATES: tuple[str, ...] = tuple(str(s) for s in HeartbeatState)
 
 CONTROLLER_LABELS = ("namespace", "name", "kind")
 FINDING_LABELS = (
@@ -98,6 +101,23 @@ class _Group:
 
 def _where(item: _Keyed) -> Values:
     return where(item.subject)
+
+
+def _beating(items: Iterable[ControllerHealth]) -> list[ControllerHealth]:
+    """The controllers with a heartbeat: none while no reader feeds the model."""
+    return _unique(c for c in items if c.heartbeat is not None)
+
+
+def _last_reconcile(c: ControllerHealth) -> tuple[Values, float] | None:
+    moved = c.heartbeat.last_reconciled if c.heartbeat is not None else None
+    return None if moved is None else (_controller(c.subject)[:2], moved.timestamp())
+
+
+def _overdue(c: ControllerHealth) -> tuple[Values, float] | None:
+    beat = c.heartbeat
+    if beat is None or beat.state is HeartbeatState.UNKNOWN:
+        return None  # not known: never 0
+    return _controller(c.subject)[:2], float(beat.overdue)
 
 
 def _unique(items: Iterable[_Keyed]) -> list[_Keyed]:
@@ -295,6 +315,36 @@ GROUPS: tuple[_Group, ...] = (
             ),
         ),
         prepare=_unique,
+    ),
+    _Group(
+        "heartbeats",
+        lambda e: e.controllers,
+        (
+            StateSet[ControllerHealth](
+                "stalewatch_controller_heartbeat",
+                "What a controller's own metrics say of its reconciling, as a StateSet: Reconciling, Stuck "
+                "(ControllerStuck) or Unknown (not read, unreadable, stale, or not known to be up). Only "
+                "controllers whose heartbeat is read have series.",
+                ("namespace", "name", "state"),
+                states=HEARTBEAT_STATES,
+                of=lambda c: (_controller(c.subject)[:2], str(c.heartbeat.state) if c.heartbeat else ""),
+            ),
+            Gauge[ControllerHealth](
+                "stalewatch_controller_last_reconcile_timestamp_seconds",
+                "Unix time of the last read at which one of the controller's reconcile counters moved; "
+                "time() minus it is its heartbeat age (omitted when none moved since watching began).",
+                ("namespace", "name"),
+                of=_last_reconcile,
+            ),
+            Gauge[ControllerHealth](
+                "stalewatch_controller_overdue_objects",
+                "Objects the controller is up for but has not reconciled within their due window "
+                "(NotReconciling findings); omitted while its heartbeat is Unknown (never 0 then).",
+                ("namespace", "name"),
+                of=_overdue,
+            ),
+        ),
+        prepare=_beating,
     ),
     _Group(
         "revisions",
