@@ -57,7 +57,12 @@ _EXITS: tuple[tuple[Outcome, int, str], ...] = (
         "not be written in full (a closed pipe, a full disk)",
     ),
     (Outcome.TIMED_OUT, 3, "printed with what is still in progress under the targets, and why"),
-    (Outcome.STALE, 4, "a controller the targets depend on is down, so their status cannot change"),
+    (
+        Outcome.STALE,
+        4,
+        "a controller the targets depend on is down or stuck (up, reconciling nothing), or\n"
+        "an object under them is not reconciled, so their status cannot change",
+    ),
 )
 EXIT_CODES: Mapping[Outcome, int] = {outcome: code for outcome, code, _ in _EXITS}
 

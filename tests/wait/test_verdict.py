@@ -25,6 +25,7 @@ from tests.wait.stack import (
     workload,
 )
 from watcher.model.engine import HealthModel
+from watcher.model.ingest.controller_metrics import ControllerMetrics, parse_controller_metrics
 from watcher.model.ingest.projection import project
 from watcher.model.store.graph import Store
 from watcher.model.views.convergence import CONFIRM_WITHIN, Blind, Outcome, Verdict, judge
@@ -449,3 +450,36 @@ def test_a_failed_job_the_target_applied_fails_the_wait_at_once() -> None:
     found = verdict([*objects, job])
     assert found.outcome is Outcome.FAILED
     assert "Job flux-system/migrate" in found.message
+
+
+def test_a_stack_whose_controller_is_stuck_fails_fast_before_any_object_is_overdue() -> None:
+    """kustomize-controller is up but its queue has not drained for 6 minutes (a heartbeat read
+    every 30 s): the wait ends STALE (exit 4) naming it, though no Kustomization is overdue yet."""
+    body = (
+        'controller_runtime_reconcile_total{controller="kustomization",result="success"} 7\n'
+        'workqueue_depth{controller="kustomization",name="kustomization",priority="0"} 2\n'
+        'workqueue_longest_running_processor_seconds{controller="kustomization",name="kustomization"} 0\n'
+        'gotk_reconcile_duration_seconds_count{kind="Kustomization",name="apps",namespace="flux-system"} 7\n'
+    )
+    read = parse_controller_metrics(body)
+    assert isinstance(read, ControllerMetrics)
+    start = NOW - timedelta(minutes=6)
+    model, store = HealthModel(), Store()
+    for obj in stack(reconciling(REV_A, REV_B)):
+        projected = project(obj)
+        model.upsert(projected, now=start)
+        store.put(projected)
+    for step in range(13):
+        model.heartbeat("kustomize-controller", at=start + step * timedelta(seconds=30), read=read)
+    evaluation = model.evaluate(NOW)
+    found = judge(
+        (ROOT,),
+        view=store,
+        evaluation=evaluation,
+        now=NOW,
+        deadline=NOW + timedelta(minutes=5),
+        grace=timedelta(0),
+    )
+    assert found.outcome is Outcome.STALE
+    assert found.message == f"ControllerStuck Deployment {NS}/kustomize-controller (QueueNotDraining)"
+    assert [f.type for f in found.findings] == ["ControllerStuck"]

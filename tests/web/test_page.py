@@ -24,7 +24,7 @@ from tests.web.incident import (
     subject,
 )
 from watcher.model.evaluation import Evaluation
-from watcher.model.types import FindingType, Severity
+from watcher.model.types import FindingType, Heartbeat, HeartbeatState, Severity
 from watcher.web.freshness import SCRIPT_HASH
 from watcher.web.page import MAX_AFFECTED, MAX_ROWS, SECURITY_HEADERS, PageState, render_page
 from watcher.web.query import Query
@@ -215,6 +215,26 @@ def test_down_controllers_come_first() -> None:
     assert [r[:4] for r in rows(page(incident()), "controllers")] == [
         ["tofu-controller", "Deployment flux-system/tofu-controller", "down", "ImagePullBackOff"],
         ["kustomize-controller", "Deployment flux-system/kustomize-controller", "up", "Available"],
+    ]
+
+
+def test_a_controller_row_says_what_its_heartbeat_says_and_a_stuck_one_comes_after_the_down() -> None:
+    evaluation = incident()
+    tofu, kc = sorted(evaluation.controllers, key=lambda c: c.up)
+    stuck = Heartbeat(HeartbeatState.STUCK, "no counter moved", None, NOW - 12 * timedelta(minutes=1), 3)
+    unknown = Heartbeat(HeartbeatState.UNKNOWN, "its metrics could not be read: connection refused", None)
+    evaluation.controllers = [
+        tofu,
+        replace(kc, heartbeat=stuck),
+        replace(kc, name="helm-controller", heartbeat=unknown),
+        replace(kc, name="source-controller", heartbeat=Heartbeat(HeartbeatState.RECONCILING, "", NOW)),
+    ]
+    table = rows(page(evaluation), "controllers")
+    assert [r[2:4] for r in table] == [
+        ["down", "ImagePullBackOff"],
+        ["up, not reconciling since 2026-11-30T11:48:00Z (12m ago)", "no counter moved"],
+        ["up, heartbeat unknown", "its metrics could not be read: connection refused"],
+        ["up, reconciling", "Available"],
     ]
 
 

@@ -111,6 +111,40 @@ def overview() -> dashboard.Dashboard:
                 description="1 while the controller is available and leading.",
             )
         )
+        .with_panel(
+            table_panel(
+                "Controllers up but not reconciling, or not known to be",
+                f'stalewatch_controller_heartbeat{{state!="Reconciling",{CLUSTER}}} == 1',
+                description="What each controller's own metrics say (its heartbeat): Stuck is a"
+                " ControllerStuck (up, Lease renewed, reconciling nothing); Unknown: its metrics were"
+                " not read, could not be read or are stale, never healthy. Only controllers whose"
+                " heartbeat is read are listed.",
+                rename={"namespace": "Namespace", "name": "Controller", "state": "Heartbeat"},
+                width=12,
+            )
+        )
+        .with_panel(
+            timeseries_panel(
+                "Heartbeat age and overdue objects",
+                f"time() - stalewatch_controller_last_reconcile_timestamp_seconds{{{CLUSTER}}}",
+                legend="{{namespace}}/{{name}}",
+                description="Seconds since one of the controller's reconcile counters last moved. A line"
+                " that climbs past its objects' intervals is a controller reconciling nothing; its objects"
+                " past their interval + timeout are counted in stalewatch_controller_overdue_objects"
+                " (NotReconciling).",
+                unit="s",
+            )
+        )
+        .with_panel(
+            table_panel(
+                "Objects not reconciled (overdue) per controller",
+                f"stalewatch_controller_overdue_objects{{{CLUSTER}}} > 0",
+                description="Objects the controller is up for but has not reconciled within their interval +"
+                " timeout + slack (NotReconciling findings). Absent, not 0, while its heartbeat is Unknown.",
+                rename={"namespace": "Namespace", "name": "Controller", "Value": "Overdue"},
+                width=12,
+            )
+        )
         .with_row(dashboard.Row("Objects"))
         .with_panel(
             table_panel(

@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 
 from watcher.export.report import subject_key
 from watcher.model.ingest.objects import describe
-from watcher.model.types import ControllerHealth, Finding, ObjectHealth, RevisionInfo, Status
+from watcher.model.types import ControllerHealth, Finding, HeartbeatState, ObjectHealth, RevisionInfo, Status
 from watcher.web.cards import MAX_ROWS
 from watcher.web.html import more, row, since
 from watcher.web.parts import Part
@@ -26,12 +26,34 @@ def controllers(found: Sequence[ControllerHealth], *, now: datetime) -> Iterable
         lines.append("<p>No controller workload found.</p>")
     else:
         lines.append(row("th", ["Controller", "Workload", "State", "Reason", "Groups", "Since"]))
-        for c in sorted(found, key=lambda c: (c.up, c.name, subject_key(c.subject))):
-            state = '<span class="up">up</span>' if c.up else '<span class="down">down</span>'
-            cells = [c.name, describe(c.subject), None, c.reason, ", ".join(c.groups), since(c.since, now)]
-            lines.append(row("td", cells, raw={2: state}, css="" if c.up else "bad"))
+        for c in sorted(found, key=lambda c: (not _bad(c), c.up, c.name, subject_key(c.subject))):
+            state, reason = _state(c, now)
+            cells = [c.name, describe(c.subject), None, reason, ", ".join(c.groups), since(c.since, now)]
+            lines.append(row("td", cells, raw={2: state}, css="bad" if _bad(c) else ""))
         lines.append("</table>")
     yield _part("controllers", lines)
+
+
+def _bad(c: ControllerHealth) -> bool:
+    return not c.up or (c.heartbeat is not None and c.heartbeat.state is HeartbeatState.STUCK)
+
+
+def _state(c: ControllerHealth, now: datetime) -> tuple[str, str]:
+    """The State cell (markup) and the Reason: down, or up and what its heartbeat says (only
+    "up" while no heartbeat is read: it says nothing of reconciling then)."""
+    beat = c.heartbeat
+    if not c.up:
+        return '<span class="down">down</span>', c.reason
+    if beat is None:
+        return '<span class="up">up</span>', c.reason
+    if beat.state is HeartbeatState.STUCK:
+        return (
+            f'<span class="down">up, not reconciling since {escape(since(beat.since, now))}</span>',
+            beat.detail,
+        )
+    if beat.state is HeartbeatState.UNKNOWN:
+        return '<span class="up">up</span>, <span class="v-not-judged">heartbeat unknown</span>', beat.detail
+    return '<span class="up">up, reconciling</span>', c.reason
 
 
 def objects(

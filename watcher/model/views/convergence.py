@@ -7,13 +7,16 @@ change and stops at the first outcome that is not WAITING.
 CONVERGED means every object under the targets is current (subtree.py says what is under a
 target and when each object is current). The order of the checks is the order of honesty:
 nothing is concluded while the watcher is blind; a status written by a controller that is down
-is a cached report, so STALE comes before CONVERGED; a failure is only reported while the stack
-has not converged (an old finding elsewhere in it does not fail a rollout that made it).
+is a cached report, and one of a controller that is up but stuck (ControllerStuck) is as old as
+its last reconcile, so STALE comes before CONVERGED: a stuck controller fails the wait as soon
+as it is found stuck, whether or not the stack's own objects are overdue yet; a failure is only
+reported while the stack has not converged (an old finding elsewhere in it does not fail a
+rollout that made it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -23,7 +26,7 @@ from watcher.model.ingest.flux import source_key
 from watcher.model.ingest.kinds import APPLIERS
 from watcher.model.ingest.objects import Key, describe, format_duration, text
 from watcher.model.store.graph import View
-from watcher.model.types import Finding, FindingType, rfc3339
+from watcher.model.types import Finding, FindingType, ObjectHealth, rfc3339
 from watcher.model.views.subtree import Asked, ObjectState, State, Tree, cached, subject_key, walk
 from watcher.model.views.targets import Target
 
@@ -36,12 +39,20 @@ class Outcome(StrEnum):
     """A target does not exist, or the watcher could not see the cluster for too long."""
     TIMED_OUT = "timed_out"
     STALE = "stale"
-    """A controller the stack depends on is down: its status cannot change."""
+    """A controller the stack depends on is down or stuck, or an object in it is not reconciled:
+    its status cannot change."""
     WAITING = "waiting"
     """Not decided yet (the only outcome that is not final)."""
 
 
-STALE_FINDINGS = frozenset({FindingType.CONTROLLER_DOWN, FindingType.STATUS_STALE})
+STALE_FINDINGS = frozenset(
+    {
+        FindingType.CONTROLLER_DOWN,
+        FindingType.STATUS_STALE,
+        FindingType.CONTROLLER_STUCK,
+        FindingType.NOT_RECONCILING,
+    }
+)
 CONFIRM_WITHIN = timedelta(seconds=5)
 """How long past the deadline the API server has to answer before the wait says it timed out:
 an API server that hangs says nothing, so the watcher's picture can be seconds old while its
@@ -101,7 +112,7 @@ def judge(
     rejected = {subject_key(r.subject): r.message for r in evaluation.rejected}
     objects, sources = walk([t.key for t in targets], asked, health=health, rejected=rejected)
     keys = {o.key for o in objects}
-    roots = _roots(evaluation, keys | sources)
+    roots = _roots(evaluation, keys | sources, health)
     stale = [o for o in objects if o.state is State.STALE] + _stale_sources(evaluation, sources)
     stale_roots = [f for f in roots if f.type in STALE_FINDINGS]
     if stale or stale_roots:
@@ -163,12 +174,17 @@ def _rejected(evaluation: Evaluation, key: Key) -> bool:
     return any(subject_key(r.subject) == key for r in evaluation.rejected)
 
 
-def _roots(evaluation: Evaluation, keys: set[Key]) -> list[Finding]:
-    """Root causes on, or with a blast radius reaching, the stack or its sources."""
+def _roots(evaluation: Evaluation, keys: set[Key], health: Mapping[Key, ObjectHealth]) -> list[Finding]:
+    """Root causes on, or with a blast radius reaching, the stack or its sources; and a stuck
+    controller that reconciles one of them, overdue or not yet (its blast radius lists only
+    the objects already overdue)."""
+    controllers = {h.controller for key in keys if (h := health.get(key)) is not None and h.controller}
     return [
         f
         for f in evaluation.roots
-        if subject_key(f.subject) in keys or any(subject_key(s) in keys for s in f.affected)
+        if subject_key(f.subject) in keys
+        or any(subject_key(s) in keys for s in f.affected)
+        or (f.type is FindingType.CONTROLLER_STUCK and f.evidence.get("controller") in controllers)
     ]
 
 
