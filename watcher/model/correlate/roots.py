@@ -69,6 +69,8 @@ def finish(run: Pass) -> Correlation:
     for finding in run.found.values():
         if finding.type is FindingType.CONTROLLER_DOWN and finding.id not in explaining:
             _controller_message(run, finding, [])
+        elif finding.type is FindingType.CONTROLLER_STUCK and finding.id not in explaining:
+            _stuck_message(run, finding, [])
     result.findings = sorted(run.found.values(), key=order_key)
     return result
 
@@ -92,16 +94,14 @@ def _root(fid: str, parent: Mapping[str, str | None], roots: dict[str, str]) -> 
 
 
 def _stuck_message(run: Pass, finding: Finding, explained: Sequence[str]) -> None:
-    """How many of its objects are overdue, and how many more are blocked behind them."""
+    """How many of the objects it reconciles are overdue (its blast radius lists those, not the
+    ones whose window has not passed yet), and how many more are blocked behind them."""
     overdue = {run.keys[f] for f in explained if run.found[f].type is FindingType.NOT_RECONCILING}
     others = len({run.keys[f] for f in explained} - overdue)
-    if overdue:
-        n = len(overdue)
-        finding.message += (
-            f" {n} object{'s' if n != 1 else ''} it reconciles {'are' if n != 1 else 'is'} overdue"
-        )
-        blocked = f" and {others} more {'is' if others == 1 else 'are'} blocked behind them"
-        finding.message += (blocked if others else "") + "."
+    total = finding.evidence.get("due_objects", 0)
+    finding.message += f" {len(overdue)} of the {total} objects it reconciles on an interval are overdue"
+    blocked = f" and {others} more {'is' if others == 1 else 'are'} blocked behind them"
+    finding.message += (blocked if others else "") + "."
 
 
 def _controller_message(run: Pass, finding: Finding, explained: Sequence[str], *, stale: int = 0) -> None:

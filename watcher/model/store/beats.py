@@ -233,7 +233,12 @@ class HeartbeatTracker:
         workload = self._workload.get(name)
         finding = None
         if verdict.outcome is Outcome.ALARM and workload is not None:
-            evidence = {**verdict.evidence, "reason": str(verdict.reason), "overdue_objects": overdue}
+            evidence = {
+                **verdict.evidence,
+                "reason": str(verdict.reason),
+                "overdue_objects": overdue,
+                "due_objects": sum(counts.values()) if counts else 0,
+            }
             subject = workload.health.subject
             finding = new_finding(
                 self._config, FindingType.CONTROLLER_STUCK, subject, verdict.message, verdict.since, evidence
