@@ -119,6 +119,12 @@ CASES: dict[str, Case] = {
         minutes=30,
         heartbeat=HeartbeatState.UNKNOWN,
     ),
+    "reads_that_resume_after_a_stale_gap_judge_every_object_again": Case(
+        lambda i: None if 2 <= i <= 8 else metrics(dict.fromkeys(NAMES, 1)),
+        minutes=23,
+        findings={STUCK: None, **{nr(n): STUCK for n in NAMES}},
+        heartbeat=HeartbeatState.STUCK,
+    ),
     "a_down_controller_is_controller_down_not_stuck": Case(
         unchanged(*NAMES),
         minutes=30,

@@ -77,6 +77,7 @@ class HeartbeatTracker:
         self._workload: dict[str, ControllerState] = {}
         self._stuck: dict[str, Stuck] = {}
         self._dirty: set[str] = set()
+        self._went_stale: set[str] = set()
         self.due = Deadlines()
         """When a controller's ControllerStuck may flip with no read."""
         self.stale = Deadlines()
@@ -100,7 +101,13 @@ class HeartbeatTracker:
         return taken
 
     def changes(self, controller: str) -> tuple[bool, frozenset[tuple[str, str, str]]]:
-        return self.beats.changes(controller)
+        """What the last reads changed (Heartbeats.changes); all its objects after its heartbeat
+        went stale: they were judged unknown then, and a read that moves nothing would leave them so."""
+        whole, refs = self.beats.changes(controller)
+        if controller in self._went_stale:
+            self._went_stale.discard(controller)
+            whole = True
+        return whole, refs
 
     def pop_due(self, now: datetime) -> tuple[list[str], bool]:
         """The controllers whose heartbeat went stale (their objects are to be judged again), and
@@ -108,6 +115,7 @@ class HeartbeatTracker:
         due = [key.name for key in self.due.pop_due(now)]
         stale = [key.name for key in self.stale.pop_due(now)]
         self._dirty.update(due, stale)
+        self._went_stale.update(stale)
         return stale, bool(due or stale)
 
     def set_controllers(self, states: Sequence[ControllerState]) -> list[str]:
