@@ -64,10 +64,12 @@ class Stuck:
 
 
 class HeartbeatTracker:
+    """The heartbeats, and the findings the engine keeps from them (see the module docstring)."""
+
     def __init__(self, config: ModelConfig) -> None:
         self._config = config
         self._thresholds = heartbeat_thresholds(config.thresholds)
-        self.beats = Heartbeats()
+        self._beats = Heartbeats()
         self.on = False
         """Whether any read came at all: until then no controller's heartbeat is judged."""
         self._windows: dict[str, Counter[timedelta]] = defaultdict(Counter)
@@ -78,9 +80,9 @@ class HeartbeatTracker:
         self._stuck: dict[str, Stuck] = {}
         self._dirty: set[str] = set()
         self._went_stale: set[str] = set()
-        self.due = Deadlines()
+        self._due = Deadlines()
         """When a controller's ControllerStuck may flip with no read."""
-        self.stale = Deadlines()
+        self._stale = Deadlines()
         """When a controller's heartbeat goes stale with no read: its objects are judged again."""
 
     # -- Reads -----------------------------------------------------------------------------------
@@ -88,22 +90,22 @@ class HeartbeatTracker:
     def read(self, controller: str, *, at: datetime, read: ControllerMetrics | Unreadable) -> bool:
         """Take one read; False when refused (dated before the last one)."""
         if isinstance(read, Unreadable):
-            taken = self.beats.read(controller, at=at, problem=read.reason)
+            taken = self._beats.read(controller, at=at, problem=read.reason)
         else:
-            taken = self.beats.read(controller, at=at, samples=read)
+            taken = self._beats.read(controller, at=at, samples=read)
         if taken:
             if not self.on:  # from now on, every controller's heartbeat is judged, read or not
                 self.on = True
                 self._dirty.update(self._liveness)
             self._dirty.add(controller)
-            good = self.beats.good_until(controller, stale_after=self._thresholds.stale_after)
-            self.stale.schedule(controller_key(controller), good)
+            good = self._beats.good_until(controller, stale_after=self._thresholds.stale_after)
+            self._stale.schedule(controller_key(controller), good)
         return taken
 
     def changes(self, controller: str) -> tuple[bool, frozenset[tuple[str, str, str]]]:
         """What the last reads changed (Heartbeats.changes); all its objects after its heartbeat
         went stale: they were judged unknown then, and a read that moves nothing would leave them so."""
-        whole, refs = self.beats.changes(controller)
+        whole, refs = self._beats.changes(controller)
         if controller in self._went_stale:
             self._went_stale.discard(controller)
             whole = True
@@ -112,8 +114,8 @@ class HeartbeatTracker:
     def pop_due(self, now: datetime) -> tuple[list[str], bool]:
         """The controllers whose heartbeat went stale (their objects are to be judged again), and
         whether any controller fell due at all (marked for `refresh`)."""
-        due = [key.name for key in self.due.pop_due(now)]
-        stale = [key.name for key in self.stale.pop_due(now)]
+        due = [key.name for key in self._due.pop_due(now)]
+        stale = [key.name for key in self._stale.pop_due(now)]
         self._dirty.update(due, stale)
         self._went_stale.update(stale)
         return stale, bool(due or stale)
@@ -151,7 +153,7 @@ class HeartbeatTracker:
         if not self.on or controller is None:
             self.forget(key)
             return None, None
-        beats = self.beats
+        beats = self._beats
         verdict = not_reconciling(
             obj,
             beat=beats.object(controller, (key.kind, key.namespace, key.name)),
@@ -215,16 +217,16 @@ class HeartbeatTracker:
             new = self._judge(name, now) if self.on else None
             if new is None:
                 self._stuck.pop(name, None)
-                self.due.schedule(controller_key(name), None)
+                self._due.schedule(controller_key(name), None)
             else:
                 self._stuck[name] = new
-                self.due.schedule(controller_key(name), new.verdict.recheck_at)
+                self._due.schedule(controller_key(name), new.verdict.recheck_at)
             if (old.finding if old else None) != (new.finding if new else None):
                 changed = True
         return changed
 
     def _judge(self, name: str, now: datetime) -> Stuck:
-        beat = self.beats.controller(name, now=now, stale_after=self._thresholds.stale_after)
+        beat = self._beats.controller(name, now=now, stale_after=self._thresholds.stale_after)
         counts = self._windows.get(name)
         windows = list(_bounds(counts)) if counts else []
         liveness = self.liveness(name)
