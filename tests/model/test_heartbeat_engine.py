@@ -240,3 +240,18 @@ def test_the_lab_recording_of_a_controller_that_stops_reconciling_is_one_stuck_r
     _, evaluation = feed(case)
     found = {f.id: f.root_cause for f in evaluation.findings}
     assert found == {STUCK: None, **{nr(n): STUCK for n in names}}
+
+
+def test_a_stuck_controller_that_goes_down_is_controller_down_and_no_longer_stuck() -> None:
+    model, evaluation = feed(
+        CASES["a_controller_whose_counters_all_rest_is_stuck_with_its_objects_folded_under_it"]
+    )
+    assert STUCK in {f.id for f in evaluation.findings}
+    later = NOW + 24 * MIN
+    healthy_pod = next(o for o in flux(leases=False) if o["kind"] == "Pod" and KC in o["metadata"]["name"])
+    model.delete(project(healthy_pod), now=later)
+    for obj in controller_down(KC, "ghcr.io/fluxcd/kustomize-controller:v9"):
+        model.upsert(project(obj), now=later)
+    model.heartbeat(KC, at=later, read=unchanged(*NAMES)(0))
+    evaluation = model.evaluate(later)
+    assert {f.type for f in evaluation.findings} == {FindingType.CONTROLLER_DOWN, FindingType.STATUS_STALE}
