@@ -56,6 +56,7 @@ from watcher.model.ingest.packed import Packed
 from watcher.model.ingest.quarantine import SetAside, Step, rule_failed
 from watcher.model.rules.context import Ctx
 from watcher.model.rules.controllers import ControllerState
+from watcher.model.rules.metrics_targets import MetricsTarget
 from watcher.model.rules.rows import judge, unjudged
 from watcher.model.rules.workloads import timed_by
 from watcher.model.store.beats import HeartbeatTracker
@@ -304,6 +305,10 @@ class HealthModel:
             return
         whole, refs = self._beats.changes(controller)
         self._beat_changed(controller, whole=whole, refs=refs)
+
+    def metrics_targets(self) -> list[MetricsTarget]:
+        """Where the heartbeat reader reads each tracked controller's /metrics (or why it cannot)."""
+        return self._controllers.metrics_targets()
 
     def _beat_changed(self, controller: str, *, whole: bool, refs: Collection[ObjectRef] = ()) -> None:
         """Mark the objects of `controller` a heartbeat change can affect: all (`whole`) or `refs`."""

@@ -194,6 +194,9 @@ class ControllerSpec:
     selector: Mapping[str, str] | None = None
     lease: str | None = None
     lease_namespace: str | None = None
+    metrics_port: int | None = None
+    """Where its Pods serve /metrics, when neither a container port named `http-prom` nor a
+    `prometheus.io/port` annotation on its pod template says (the heartbeat reader)."""
 
 
 DEFAULT_CONTROLLERS: tuple[ControllerSpec, ...] = (

@@ -45,6 +45,15 @@ from watcher.model.ingest.schema_nodes import (
 )
 
 _CONTAINERS = List(Obj({"name": TOKEN, "image": Str(1024)}), limit=64)
+_TEMPLATE_CONTAINERS = List(
+    Obj(
+        {"name": TOKEN, "image": Str(1024), "ports": List(Obj({"name": TOKEN, "containerPort": I}), limit=16)}
+    ),
+    limit=64,
+)
+"""A workload's containers, with their ports: the heartbeat reader finds a controller's metrics
+port (named `http-prom`) there, not on each Pod (a Pod keeps only its IP: see _POD)."""
+METRICS_PORT_ANNOTATION = "prometheus.io/port"
 
 # -- Flux and tofu-controller kinds: every kind not named below -------------------------------
 
@@ -145,7 +154,12 @@ _WORKLOAD = Kind(
                 "selector": Obj({"matchLabels": Labels(64)}),
                 "progressDeadlineSeconds": SECONDS,
                 "updateStrategy": Obj({"type": TOKEN, "rollingUpdate": Obj({"partition": I})}),
-                "template": Obj({"spec": Obj({"containers": _CONTAINERS, "initContainers": _CONTAINERS})}),
+                "template": Obj(
+                    {
+                        "metadata": Obj({"annotations": Labels(8, keep=(METRICS_PORT_ANNOTATION,))}),
+                        "spec": Obj({"containers": _TEMPLATE_CONTAINERS, "initContainers": _CONTAINERS}),
+                    }
+                ),
             }
         ),
         "status": Obj(
@@ -213,6 +227,8 @@ _POD = Kind(
                 "reason": TOKEN,
                 "message": MESSAGE,
                 "startTime": Time(),
+                # Where the heartbeat reader finds a controller's /metrics (about 12 bytes packed).
+                "podIP": Str(45),
                 "conditions": List(CONDITION, limit=64, strict=True, types=POD_CONDITIONS),
                 "containerStatuses": _CONTAINER_STATUSES,
                 "initContainerStatuses": _CONTAINER_STATUSES,

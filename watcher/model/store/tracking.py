@@ -27,6 +27,7 @@ from watcher.model.rules.controllers import (
     match_spec,
     owns_pod,
 )
+from watcher.model.rules.metrics_targets import MetricsTarget, metrics_target
 from watcher.model.store.deadlines import Deadlines
 from watcher.model.store.graph import Store
 from watcher.model.types import ControllerHealth, ControllerSpec, ModelConfig, Rejection
@@ -182,6 +183,27 @@ class ControllerTracker:
         ]
         self.claims = claims
         return significant, changed
+
+    def metrics_targets(self) -> list[MetricsTarget]:
+        """Where to read each tracked controller's /metrics, one per ControllerSpec name (its
+        heartbeat's): of several workloads of one spec (shards), the first up one in key order."""
+        chosen: dict[str, Key] = {}
+        for key, state in sorted(self._states.items()):
+            name = state.spec.name
+            if name not in chosen or (state.health.up and not self._states[chosen[name]].health.up):
+                chosen[name] = key
+        targets = []
+        for _, key in sorted(chosen.items()):
+            workload = self._store.get(key)
+            if workload is None:
+                continue
+            spec = self._states[key].spec
+            pods = [p for p in (self._store.get(k) for k in sorted(self._pods[key])) if p is not None]
+            leases = sorted(
+                self._store.in_namespace(*LEASE, spec.lease_namespace or key.namespace), key=key_of
+            )
+            targets.append(metrics_target(spec, workload, pods, find_lease(spec, workload, leases)))
+        return targets
 
     def _state(
         self, key: Key, spec: ControllerSpec, workload: Mapping[str, Any], now: datetime
