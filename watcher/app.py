@@ -19,6 +19,7 @@ from watcher.export.metrics import build_registry
 from watcher.export.watcher_metrics import WatcherCollector
 from watcher.kube.client import KubeConfigError, load_client
 from watcher.kube.cluster import ClusterWatcher
+from watcher.kube.heartbeats import HeartbeatReader
 from watcher.kube.live import LiveModel
 from watcher.kube.reflector import WatchOptions
 from watcher.logs import fields, get_logger, setup_logging
@@ -121,18 +122,36 @@ class Runtime:
         self.app[TIMELINE] = self.live.timeline
         self._runner: web.AppRunner | None = None
         self._evaluator: asyncio.Task[None] | None = None
+        interval = settings.heartbeat_interval.total_seconds()
+        self.heartbeats = (
+            HeartbeatReader(
+                self.live.model.metrics_targets,
+                self.live.heartbeat,
+                self.telemetry,
+                interval=interval,
+                timeout=settings.heartbeat_timeout.total_seconds(),
+                concurrency=settings.heartbeat_concurrency,
+                ready=lambda: self.telemetry.synced,
+            )
+            if interval
+            else None
+        )
+        self._reader: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         """HTTP first (so probes answer, not ready), then the watches and the evaluation loop."""
         self._runner = await server.start(self.app, self.settings.listen)
         await self.watcher.start()
         self._evaluator = asyncio.create_task(self.live.run(), name="stalewatch evaluation")
+        if self.heartbeats is not None:
+            self._reader = asyncio.create_task(self.heartbeats.run(), name="stalewatch heartbeats")
 
     async def stop(self) -> None:
         await self.watcher.stop()
-        if self._evaluator is not None:
-            self._evaluator.cancel()
-            await asyncio.gather(self._evaluator, return_exceptions=True)
+        for task in (self._reader, self._evaluator):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
         if self._runner is not None:
             await self._runner.cleanup()
 

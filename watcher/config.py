@@ -34,6 +34,7 @@ from pydantic import (
     Field,
     PlainSerializer,
     ValidationError,
+    ValidationInfo,
     create_model,
     field_validator,
 )
@@ -199,6 +200,7 @@ class ControllerSetting(BaseModel):
     kinds: list[str] = []
     lease: str | None = None
     lease_namespace: str | None = None
+    metrics_port: int | None = Field(default=None, gt=0, lt=65536)
 
     def to_spec(self) -> ControllerSpec:
         return ControllerSpec(
@@ -209,6 +211,7 @@ class ControllerSetting(BaseModel):
             selector=dict(self.selector) if self.selector is not None else None,
             lease=self.lease,
             lease_namespace=self.lease_namespace,
+            metrics_port=self.metrics_port,
         )
 
 
@@ -240,6 +243,36 @@ class Settings(BaseSettings):
     otel_exporter: OtelExporter = "none"
     timeline_entries: int = Field(default=2000, ge=100, le=100_000)
     """How many changes `run` keeps for /api/v1/timeline and the page (oldest dropped first)."""
+    heartbeat_interval: Duration = timedelta(seconds=30)
+    """How often `run` reads each tracked controller's /metrics (kube/heartbeats.py); 0s: never,
+    and no heartbeat is judged (the page says nothing of one)."""
+    heartbeat_timeout: Duration = timedelta(seconds=10)
+    """How long one read of a controller's /metrics may take before it is unknown."""
+    heartbeat_concurrency: int = Field(default=4, ge=1, le=64)
+    """How many controllers' /metrics are read at once."""
+
+    @field_validator("heartbeat_interval")
+    @classmethod
+    def _heartbeat_interval(cls, value: timedelta, info: ValidationInfo) -> timedelta:
+        """A heartbeat whose last read is older than stale_after is unknown: reads further apart
+        would make every heartbeat unknown between two of them."""
+        thresholds = info.data.get("thresholds")
+        stale_after = thresholds.to_thresholds().heartbeat_stale_after if thresholds else None
+        if value and stale_after is not None and value >= stale_after:
+            limit = format_duration(stale_after)
+            raise ValueError(
+                f"must be shorter than thresholds.heartbeat_stale_after ({limit}), or 0s (never read)"
+            )
+        return value
+
+    @field_validator("heartbeat_timeout")
+    @classmethod
+    def _heartbeat_timeout(cls, value: timedelta, info: ValidationInfo) -> timedelta:
+        """One read per controller per interval: a read may not outlast the interval."""
+        interval = info.data.get("heartbeat_interval")
+        if not value or (interval and value >= interval):
+            raise ValueError("must be longer than 0s and shorter than heartbeat_interval")
+        return value
 
     @field_validator("severities", mode="before")
     @classmethod
@@ -358,6 +391,7 @@ def _spec_dict(spec: ControllerSpec) -> dict[str, Any]:
         "kinds": list(spec.kinds),
         "lease": spec.lease,
         "lease_namespace": spec.lease_namespace,
+        "metrics_port": spec.metrics_port,
     }
 
 

@@ -38,6 +38,9 @@ EVENT_TYPES = ("ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR")
 REJECT_REASONS = tuple(str(reason) for reason in RejectReason)
 """`reason` of stalewatch_objects_rejected (Malformed is counted by the reflector, the rest by the model)."""
 
+HEARTBEAT_RESULTS = ("ok", "no_endpoint", "unreachable", "timeout", "http_error", "too_large", "unparsable")
+"""`result` of a read of a controller's /metrics (kube/heartbeats.py): ok, or why it was unknown."""
+
 UNREADABLE_LISTED = 1000
 """At most this many unreadable objects are listed under `rejected` (all are counted)."""
 
@@ -123,6 +126,17 @@ class Telemetry:
     """The kinds inventories list that the watcher does not read anyway, by what it does with
     them: "watched", "over_limit" (listed_kinds_limit), "not_served" (no CRD Established); the
     last two are not read, and not about to be."""
+    heartbeat_reads: dict[str, Counter[str]] = field(default_factory=dict)
+    """Per controller (ControllerSpec name), its heartbeat reads by result (HEARTBEAT_RESULTS)."""
+    heartbeat_read_seconds: dict[str, float] = field(default_factory=dict)
+    """Per controller, how long its last heartbeat read took (fetch and parse)."""
+
+    def heartbeat_read(self, controller: str, result: str, seconds: float) -> None:
+        reads = self.heartbeat_reads.get(controller)
+        if reads is None:
+            reads = self.heartbeat_reads[controller] = _zeros(HEARTBEAT_RESULTS)()
+        reads[result] += 1
+        self.heartbeat_read_seconds[controller] = seconds
 
     def kind(self, group: str, kind: str) -> KindStats:
         found = self.kinds.get((group, kind))

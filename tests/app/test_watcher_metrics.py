@@ -39,6 +39,8 @@ def telemetry() -> Telemetry:
         "over_limit": frozenset({("d.io", "D")}),
         "not_served": frozenset({("e.io", "E"), ("f.io", "F")}),
     }
+    state.heartbeat_read("kustomize-controller", "ok", 0.25)
+    state.heartbeat_read("kustomize-controller", "timeout", 10.0)
     return state
 
 
@@ -66,7 +68,7 @@ def test_every_watcher_metric_in_the_docs_is_served_with_the_documented_type_and
     }
     text = exposition(telemetry())
     served = dict(re.findall(r"^# TYPE (\S+) (\S+)$", text, re.MULTILINE))
-    assert len(documented) == 17
+    assert len(documented) == 19
     for name, (kind, labels) in documented.items():
         assert served.get(name) == kind, name
         series = name + "_bucket" if kind == "histogram" else name

@@ -300,7 +300,7 @@ FINDING_TYPES = ", ".join(FindingType)
 TOP_LEVEL = (
     "thresholds, severities, include_namespaces, exclude_namespaces, controllers, conflict_watch_kinds, "
     "watch_kinds, listed_kinds_limit, listen, kubeconfig, context, log_level, log_format, otel_exporter, "
-    "timeline_entries"
+    "timeline_entries, heartbeat_interval, heartbeat_timeout, heartbeat_concurrency"
 )
 LISTEN = "expected [HOST]:PORT such as ':8080', '127.0.0.1:9090' or '[::1]:8080'"
 
@@ -392,7 +392,7 @@ LISTEN = "expected [HOST]:PORT such as ':8080', '127.0.0.1:9090' or '[::1]:8080'
         pytest.param(
             {"controllers": [{"name": "x", "groups": ["a"], "leases": "y"}]},
             "config: controllers[0].leases: unknown setting; known: "
-            "name, namespace, selector, groups, kinds, lease, lease_namespace",
+            "name, namespace, selector, groups, kinds, lease, lease_namespace, metrics_port",
             id="unknown-controller-field",
         ),
         pytest.param(
@@ -456,6 +456,32 @@ LISTEN = "expected [HOST]:PORT such as ':8080', '127.0.0.1:9090' or '[::1]:8080'
             "config: conflict_watch_kinds: 'Ingress.networking.k8s.io' is a built-in kind: only"
             " custom kinds (served by a CRD) can be added",
             id="conflict-watch-kind-built-in",
+        ),
+        pytest.param(
+            {"controllers": [{"name": "x", "groups": ["a"], "metrics_port": 70000}]},
+            "config: controllers[0].metrics_port: Input should be less than 65536 (got 70000)",
+            id="metrics-port-out-of-range",
+        ),
+        pytest.param(
+            {"heartbeat_interval": "2m"},
+            "config: heartbeat_interval: must be shorter than thresholds.heartbeat_stale_after (1m30s),"
+            " or 0s (never read)",
+            id="heartbeat-reads-further-apart-than-a-heartbeat-stays-fresh",
+        ),
+        pytest.param(
+            {"heartbeat_timeout": "30s"},
+            "config: heartbeat_timeout: must be longer than 0s and shorter than heartbeat_interval",
+            id="heartbeat-timeout-past-the-interval",
+        ),
+        pytest.param(
+            {"heartbeat_interval": "0s", "heartbeat_timeout": "0s"},
+            "config: heartbeat_timeout: must be longer than 0s and shorter than heartbeat_interval",
+            id="heartbeat-timeout-zero",
+        ),
+        pytest.param(
+            {"heartbeat_concurrency": 0},
+            "config: heartbeat_concurrency: Input should be greater than or equal to 1 (got 0)",
+            id="heartbeat-concurrency-zero",
         ),
         pytest.param(
             {"listen_address": ":8080"},

@@ -142,6 +142,12 @@ LISTED = Gauge[Row](
 SYNCED = Gauge[Row](
     "stalewatch_synced", "1 once every watched kind has finished its initial list.", (), of=_row
 )
+HEARTBEAT_READ_SECONDS = Gauge[Row](
+    "stalewatch_heartbeat_read_duration_seconds",
+    "How long the last read of this controller's /metrics took (fetch and parse).",
+    ("controller",),
+    of=_row,
+)
 
 
 def _families(telemetry: Telemetry) -> Iterator[Metric]:
@@ -165,6 +171,20 @@ def _families(telemetry: Telemetry) -> Iterator[Metric]:
             yield family
         else:
             yield render_whole(GAUGES[spec.name], rows)
+    reads = CounterMetricFamily(
+        "stalewatch_heartbeat_reads",
+        "Reads of each controller's /metrics, by result: ok, or why its heartbeat was unknown"
+        " (no_endpoint, unreachable, timeout, http_error, too_large, unparsable).",
+        labels=("controller", "result"),
+    )
+    for controller, results in sorted(telemetry.heartbeat_reads.copy().items()):
+        for result, count in sorted(dict(results).items()):
+            reads.add_metric((controller, result), float(count))
+    yield reads
+    yield render_whole(
+        HEARTBEAT_READ_SECONDS,
+        [((c,), s) for c, s in sorted(telemetry.heartbeat_read_seconds.copy().items())],
+    )
     yield CounterMetricFamily(
         "stalewatch_evaluation_failures",
         "Evaluations that raised; while the last one did, the previous evaluation is served, stale.",

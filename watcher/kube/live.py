@@ -37,6 +37,7 @@ from watcher.kube.resources import Resource
 from watcher.logs import fields, get_logger
 from watcher.model.engine import HealthModel
 from watcher.model.evaluation import Evaluation
+from watcher.model.ingest.controller_metrics import ControllerMetrics, Unreadable
 from watcher.model.types import ModelConfig, Rejection
 from watcher.model.views.timeline import Timeline
 from watcher.model.views.transitions import Transitions
@@ -238,6 +239,18 @@ class LiveModel:
 
     def notify(self) -> None:
         self._dirty.set()
+
+    def heartbeat(self, controller: str, read: ControllerMetrics | Unreadable) -> None:
+        """One read of a controller's /metrics (kube/heartbeats.py), dated now; guarded like a
+        change: a bug on one read must not stop the reader."""
+        try:
+            self.model.heartbeat(controller, at=self._clock(), read=read)
+        except Exception:
+            log.exception(
+                "the model failed on a heartbeat read; skipped it", extra=fields(controller=controller)
+            )
+        finally:
+            self._dirty.set()
 
     # -- Evaluation ------------------------------------------------------------------------
 
