@@ -64,6 +64,10 @@ CUSTOM = Kind(
             {
                 "interval": TOKEN,
                 "retryInterval": TOKEN,
+                # The heartbeat rules' due window (spec.timeout) and an OCI HelmRepository, not
+                # reconciled on an interval (spec.type): dropped, both made false NotReconciling.
+                "timeout": TOKEN,
+                "type": TOKEN,
                 "suspend": Bool(),
                 "prune": Bool(),
                 "wait": Bool(),
