@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 
 import aiohttp
 
@@ -42,10 +41,6 @@ Deliver = Callable[[str, Read], None]
 """Hands one controller's read to the model (LiveModel.heartbeat)."""
 
 
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
 class HeartbeatReader:
     """Reads every target `targets()` names, every `interval` seconds while `ready()` says so."""
 
@@ -61,11 +56,14 @@ class HeartbeatReader:
         max_bytes: int = MAX_EXPOSITION_BYTES,
         ready: Callable[[], bool] = lambda: True,
     ) -> None:
-        self._targets, self._deliver, self._telemetry = targets, deliver, telemetry
+        self.targets, self._deliver, self._telemetry = targets, deliver, telemetry
+        """Called each round; the lab test points it at its host processes."""
         self.interval, self.timeout, self.max_bytes = interval, timeout, max_bytes
         self._limit = asyncio.Semaphore(concurrency)
         self._ready = ready
         self._session: aiohttp.ClientSession | None = None
+        self._failing: dict[str, str] = {}
+        """Per controller, why its last read failed: logged when that starts or changes."""
 
     async def __aenter__(self) -> HeartbeatReader:
         # no keep-alive: a Pod's IP may go to another Pod between two rounds
@@ -91,7 +89,7 @@ class HeartbeatReader:
 
     async def read_all(self) -> None:
         """One round: every target read concurrently (within `concurrency`), each delivered."""
-        await asyncio.gather(*(self._read_target(t) for t in self._targets()))
+        await asyncio.gather(*(self._read_target(t) for t in self.targets()))
 
     async def _read_target(self, target: MetricsTarget) -> None:
         started = time.monotonic()
@@ -99,12 +97,34 @@ class HeartbeatReader:
         if target.problem:
             result, read = "no_endpoint", Unreadable(target.problem)
         else:
-            reads = await asyncio.gather(*(self._read_pod(target, pod, ip) for pod, ip in target.pods))
-            result, read = _choose(reads)
+            try:
+                reads = await asyncio.gather(*(self._read_pod(target, pod, ip) for pod, ip in target.pods))
+                result, read = _choose(reads)
+            except Exception as error:  # a bug here is this controller's unknown, not a lost read
+                log.exception(
+                    "reading a controller's metrics failed", extra=fields(controller=target.controller)
+                )
+                result, read = (
+                    "unparsable",
+                    Unreadable(f"stalewatch failed reading it: {type(error).__name__}"),
+                )
         self._telemetry.heartbeat_read(target.controller, result, time.monotonic() - started)
-        if isinstance(read, Unreadable):
-            log.debug("heartbeat unreadable", extra=fields(controller=target.controller, reason=read.reason))
+        self._log(target.controller, read)
         self._deliver(target.controller, read)
+
+    def _log(self, controller: str, read: Read) -> None:
+        reason = read.reason if isinstance(read, Unreadable) else ""
+        if reason and self._failing.get(controller) != reason:
+            log.warning(
+                "heartbeat unknown: its metrics cannot be read",
+                extra=fields(controller=controller, reason=reason),
+            )
+        elif not reason and controller in self._failing:
+            log.info("heartbeat read again", extra=fields(controller=controller))
+        if reason:
+            self._failing[controller] = reason
+        else:
+            self._failing.pop(controller, None)
 
     async def _read_pod(self, target: MetricsTarget, pod: str, ip: str) -> tuple[str, Read]:
         host = f"[{ip}]" if ":" in ip else ip
