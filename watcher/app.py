@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 import signal
 from typing import Any
 
@@ -19,6 +20,7 @@ from watcher.export.metrics import build_registry
 from watcher.export.watcher_metrics import WatcherCollector
 from watcher.kube.client import KubeConfigError, load_client
 from watcher.kube.cluster import ClusterWatcher
+from watcher.kube.heartbeat_prometheus import PrometheusReads
 from watcher.kube.heartbeats import HeartbeatReader
 from watcher.kube.live import LiveModel
 from watcher.kube.reflector import WatchOptions
@@ -35,7 +37,7 @@ EXIT_OK = 0
 EXIT_BAD_INPUT = 2
 STOP_TIMEOUT = 10.0
 
-_FLAGS = ("listen", "kubeconfig", "context", "log_level", "log_format")
+_FLAGS = ("listen", "kubeconfig", "context", "log_level", "log_format", "heartbeat_prometheus")
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,6 +51,12 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--context", metavar="NAME", help="kubeconfig context (default: its current-context)")
     group.add_argument("--log-level", choices=("debug", "info", "warning", "error"), help="default info")
     group.add_argument("--log-format", choices=("json", "text"), help="default json: one object per line")
+    group.add_argument(
+        "--prometheus",
+        dest="heartbeat_prometheus",
+        metavar="URL",
+        help="read controllers' heartbeats through this Prometheus query API, not from their Pods",
+    )
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -59,6 +67,12 @@ def run_command(args: argparse.Namespace) -> int:
         for line in error.lines:
             complain(line)
         return EXIT_BAD_INPUT
+    if settings.heartbeat_prometheus and settings.heartbeat_interval:
+        problems = settings.heartbeat_credentials().check()
+        for line in problems:  # fleet's check names its flags: these are settings here
+            complain("config: " + re.sub(r"--([a-z-]+)", _credential_setting, line))
+        if problems:
+            return EXIT_BAD_INPUT
     setup_logging(level=settings.log_level, fmt=settings.log_format)
     try:
         provider = configure_tracing(settings.otel_exporter)
@@ -70,6 +84,10 @@ def run_command(args: argparse.Namespace) -> int:
     finally:
         if provider is not None:
             provider.shutdown()  # flushes the spans still batched
+
+
+def _credential_setting(flag: re.Match[str]) -> str:
+    return "heartbeat_prometheus_" + flag[1].replace("-", "_")
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -123,15 +141,28 @@ class Runtime:
         self._runner: web.AppRunner | None = None
         self._evaluator: asyncio.Task[None] | None = None
         interval = settings.heartbeat_interval.total_seconds()
+        timeout = settings.heartbeat_timeout.total_seconds()
+        prometheus = (
+            PrometheusReads(
+                settings.heartbeat_prometheus,
+                timeout=timeout,
+                stale_after=config.thresholds.heartbeat_stale_after.total_seconds(),
+                credentials=settings.heartbeat_credentials(),
+                selectors=settings.heartbeat_selectors(),
+            )
+            if settings.heartbeat_prometheus
+            else None
+        )
         self.heartbeats = (
             HeartbeatReader(
                 self.live.model.metrics_targets,
                 self.live.heartbeat,
                 self.telemetry,
                 interval=interval,
-                timeout=settings.heartbeat_timeout.total_seconds(),
+                timeout=timeout,
                 concurrency=settings.heartbeat_concurrency,
                 ready=lambda: self.telemetry.synced,
+                prometheus=prometheus,
             )
             if interval
             else None

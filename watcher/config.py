@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, get_type_hints
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import (
@@ -49,6 +50,7 @@ from pydantic_settings import (
 
 from watcher.config_input import ConfigError as ConfigError  # callers catch it from watcher.config
 from watcher.config_input import format_validation_error, read_config_file, settings_error_message, shown
+from watcher.fleet.prom import Credentials
 from watcher.inputs import yaml_problem
 from watcher.model.ingest.objects import duration_seconds, format_duration
 from watcher.model.types import (
@@ -89,6 +91,10 @@ _KIND = re.compile(
 _BUILT_IN_GROUP = ".k8s.io"
 _ANY_KIND = re.compile(r"[A-Z][A-Za-z0-9]{0,62}(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 """A kind of any group: Kind.group, or a core kind bare (Service)."""
+_MATCHER = r'\s*[a-zA-Z_][a-zA-Z0-9_]*\s*(=~|!~|!=|=)\s*"([^"\\]|\\.)*"\s*'
+_SELECTOR = re.compile(rf"\{{{_MATCHER}(,{_MATCHER})*,?\s*\}}")
+"""A PromQL series selector of label matchers only (`{job="flux-system/kustomize-controller"}`),
+double-quoted values; the metric names are the heartbeat reader's to choose."""
 _LISTEN = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[^:\[\]\s]*):(?P<port>\d{1,5})")
 
 
@@ -201,6 +207,18 @@ class ControllerSetting(BaseModel):
     lease: str | None = None
     lease_namespace: str | None = None
     metrics_port: int | None = Field(default=None, gt=0, lt=65536)
+    heartbeat_selector: str | None = Field(default=None, max_length=4096)
+    """With heartbeat_prometheus: the series of this controller, instead of its Pods' by name."""
+
+    @field_validator("heartbeat_selector")
+    @classmethod
+    def _heartbeat_selector(cls, value: str | None) -> str | None:
+        if value is not None and (not _SELECTOR.fullmatch(value) or "__name__" in value):
+            raise ValueError(
+                "expected label matchers in braces, values double-quoted and no __name__, such as "
+                f'{{job="flux-system/kustomize-controller"}}; got {shown(value)}'
+            )
+        return value
 
     def to_spec(self) -> ControllerSpec:
         return ControllerSpec(
@@ -250,6 +268,36 @@ class Settings(BaseSettings):
     """How long one read of a controller's /metrics may take before it is unknown."""
     heartbeat_concurrency: int = Field(default=4, ge=1, le=64)
     """How many controllers' /metrics are read at once."""
+    heartbeat_prometheus: str | None = None
+    """A Prometheus-compatible query API's base URL (`run --prometheus`): heartbeats are read
+    through it (kube/heartbeat_prometheus.py) instead of from the controllers' Pods."""
+    heartbeat_prometheus_bearer_token_file: Path | None = None
+    heartbeat_prometheus_basic_auth_user: str | None = None
+    heartbeat_prometheus_basic_auth_password_file: Path | None = None
+    heartbeat_prometheus_ca_file: Path | None = None
+    """Its credentials, as `stalewatch fleet` takes them (files read on every query)."""
+
+    @field_validator("heartbeat_prometheus")
+    @classmethod
+    def _heartbeat_prometheus(cls, value: str | None) -> str | None:
+        parts = urlsplit(value or "")
+        if value is not None and (parts.scheme not in ("http", "https") or not parts.netloc):
+            raise ValueError(f"expected an http:// or https:// URL; got {shown(value)}")
+        if "@" in parts.netloc:
+            raise ValueError("no credentials in the URL (it is logged): heartbeat_prometheus_basic_auth_user")
+        return value
+
+    def heartbeat_credentials(self) -> Credentials:
+        return Credentials(
+            bearer_token_file=self.heartbeat_prometheus_bearer_token_file,
+            basic_auth_user=self.heartbeat_prometheus_basic_auth_user,
+            basic_auth_password_file=self.heartbeat_prometheus_basic_auth_password_file,
+            ca_file=self.heartbeat_prometheus_ca_file,
+        )
+
+    def heartbeat_selectors(self) -> dict[str, str]:
+        """Per controller name, its heartbeat_selector (a configured entry replaces a built-in)."""
+        return {c.name: c.heartbeat_selector for c in self.controllers if c.heartbeat_selector}
 
     @field_validator("heartbeat_interval")
     @classmethod
@@ -375,8 +423,13 @@ def build_model_config(settings: Settings) -> ModelConfig:
 def effective_config(settings: Settings) -> dict[str, Any]:
     """What `stalewatch config show` prints: plain data that, saved as a file, reproduces itself."""
     data = settings.model_dump(mode="json")
+    selectors = settings.heartbeat_selectors()
     data["controllers"] = [
-        {key: value for key, value in _spec_dict(spec).items() if value not in (None, [])}
+        {
+            key: value
+            for key, value in {**_spec_dict(spec), "heartbeat_selector": selectors.get(spec.name)}.items()
+            if value not in (None, [])
+        }
         for spec in effective_controllers(settings)
     ]
     return data

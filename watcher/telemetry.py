@@ -38,7 +38,10 @@ EVENT_TYPES = ("ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR")
 REJECT_REASONS = tuple(str(reason) for reason in RejectReason)
 """`reason` of stalewatch_objects_rejected (Malformed is counted by the reflector, the rest by the model)."""
 
-HEARTBEAT_RESULTS = ("ok", "no_endpoint", "unreachable", "timeout", "http_error", "too_large", "unparsable")
+HEARTBEAT_RESULTS = (
+    "ok", "no_endpoint", "unreachable", "timeout", "http_error", "too_large", "unparsable",
+    "prometheus_error", "not_scraped", "stale",
+)  # fmt: skip
 """`result` of a read of a controller's /metrics (kube/heartbeats.py): ok, or why it was unknown."""
 
 UNREADABLE_LISTED = 1000

@@ -58,7 +58,7 @@ async def read_once(
     telemetry = Telemetry()
     reader = HeartbeatReader(
         lambda: targets,
-        lambda controller, read: delivered.append((controller, read)),
+        lambda controller, read, _at: delivered.append((controller, read)),
         telemetry,
         interval=30.0,
         timeout=read_timeout,

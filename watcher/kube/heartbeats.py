@@ -14,6 +14,9 @@ reconciles stands for the controller: only the leader reconciles, a follower's c
 at 0, and it stays the same Pod from read to read until leadership moves (which the store sees
 as the restart it is). If any of those Pods cannot be read, the read is Unreadable: the one
 missing could be the leader, and a follower's still counters would raise a false alarm.
+
+With `prometheus` (heartbeat_prometheus.py) the same targets are read through a Prometheus
+query API instead, each read dated by when Prometheus scraped it; the rest is unchanged.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING
 
 import aiohttp
 
@@ -34,11 +39,15 @@ from watcher.model.ingest.controller_metrics import (
 from watcher.model.rules.metrics_targets import MetricsTarget
 from watcher.telemetry import Telemetry
 
+if TYPE_CHECKING:
+    from watcher.kube.heartbeat_prometheus import PrometheusReads
+
 log = get_logger("heartbeats")
 
 Read = ControllerMetrics | Unreadable
-Deliver = Callable[[str, Read], None]
-"""Hands one controller's read to the model (LiveModel.heartbeat)."""
+Deliver = Callable[[str, Read, datetime | None], None]
+"""Hands one controller's read to the model (LiveModel.heartbeat), with when it was taken (None:
+now, on delivery)."""
 
 
 class HeartbeatReader:
@@ -55,12 +64,13 @@ class HeartbeatReader:
         concurrency: int = 4,
         max_bytes: int = MAX_EXPOSITION_BYTES,
         ready: Callable[[], bool] = lambda: True,
+        prometheus: PrometheusReads | None = None,
     ) -> None:
         self.targets, self._deliver, self._telemetry = targets, deliver, telemetry
         """Called each round; the lab test points it at its host processes."""
         self.interval, self.timeout, self.max_bytes = interval, timeout, max_bytes
         self._limit = asyncio.Semaphore(concurrency)
-        self._ready = ready
+        self._ready, self._prometheus = ready, prometheus
         self._session: aiohttp.ClientSession | None = None
         self._failing: dict[str, str] = {}
         """Per controller, why its last read failed: logged when that starts or changes."""
@@ -69,11 +79,15 @@ class HeartbeatReader:
         # no keep-alive: a Pod's IP may go to another Pod between two rounds
         connector = aiohttp.TCPConnector(limit=0, force_close=True)
         self._session = aiohttp.ClientSession(connector=connector, auto_decompress=True)
+        if self._prometheus is not None:
+            await self._prometheus.__aenter__()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         if self._session is not None:
             await self._session.close()
+        if self._prometheus is not None:
+            await self._prometheus.__aexit__(*exc)
 
     async def run(self) -> None:
         """Until cancelled: a round, then wait out the rest of the interval (rounds never overlap)."""
@@ -94,12 +108,17 @@ class HeartbeatReader:
     async def _read_target(self, target: MetricsTarget) -> None:
         started = time.monotonic()
         read: Read
-        if target.problem:
+        at: datetime | None = None
+        if target.problem and self._prometheus is None:
             result, read = "no_endpoint", Unreadable(target.problem)
         else:
             try:
-                reads = await asyncio.gather(*(self._read_pod(target, pod, ip) for pod, ip in target.pods))
-                result, read = _choose(reads)
+                if self._prometheus is not None:  # it needs no port or IP, only the Pods' names
+                    async with self._limit:
+                        result, read, at = await self._prometheus.read(target)
+                else:
+                    reads = await asyncio.gather(*(self._read_pod(target, p, ip) for p, ip in target.pods))
+                    result, read = choose(reads)
             except Exception as error:  # a bug here is this controller's unknown, not a lost read
                 log.exception(
                     "reading a controller's metrics failed", extra=fields(controller=target.controller)
@@ -110,7 +129,7 @@ class HeartbeatReader:
                 )
         self._telemetry.heartbeat_read(target.controller, result, time.monotonic() - started)
         self._log(target.controller, read)
-        self._deliver(target.controller, read)
+        self._deliver(target.controller, read, at)
 
     def _log(self, controller: str, read: Read) -> None:
         reason = read.reason if isinstance(read, Unreadable) else ""
@@ -172,7 +191,7 @@ class HeartbeatReader:
         return f"{where}: unreachable: {detail}"
 
 
-def _choose(reads: list[tuple[str, Read]]) -> tuple[str, Read]:
+def choose(reads: list[tuple[str, Read]]) -> tuple[str, Read]:
     """One read per controller: the failed one if any failed, else the one with most reconciles."""
     for result, read in reads:
         if isinstance(read, Unreadable):

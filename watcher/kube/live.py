@@ -240,11 +240,13 @@ class LiveModel:
     def notify(self) -> None:
         self._dirty.set()
 
-    def heartbeat(self, controller: str, read: ControllerMetrics | Unreadable) -> None:
-        """One read of a controller's /metrics (kube/heartbeats.py), dated now; guarded like a
-        change: a bug on one read must not stop the reader."""
+    def heartbeat(
+        self, controller: str, read: ControllerMetrics | Unreadable, at: datetime | None = None
+    ) -> None:
+        """One read of a controller's /metrics (kube/heartbeats.py), dated `at` (when Prometheus
+        scraped it), else now; guarded like a change: a bug on one read must not stop the reader."""
         try:
-            self.model.heartbeat(controller, at=self._clock(), read=read)
+            self.model.heartbeat(controller, at=at or self._clock(), read=read)
         except Exception:
             log.exception(
                 "the model failed on a heartbeat read; skipped it", extra=fields(controller=controller)

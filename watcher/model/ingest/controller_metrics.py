@@ -48,7 +48,7 @@ LONGEST_RUNNING = "workqueue_longest_running_processor_seconds"
 UNFINISHED_WORK = "workqueue_unfinished_work_seconds"
 PROCESS_START = "process_start_time_seconds"
 
-_WANTED = frozenset(
+FAMILIES = frozenset(
     {
         OBJECT_COUNT,
         RECONCILE_TOTAL,
@@ -59,6 +59,8 @@ _WANTED = frozenset(
         PROCESS_START,
     }
 )
+"""The families read; every other line is skipped by name (and a heartbeat read through Prometheus
+asks for these alone)."""
 _KEYS: Mapping[str, tuple[str, ...]] = {
     OBJECT_COUNT: ("kind", "namespace", "name"),
     RECONCILE_TOTAL: ("controller", "result"),
@@ -191,7 +193,7 @@ def _sample(reading: _Reading, number: int, line: str) -> None:
         reading.problem(number, "a sample line that does not start with a metric name")
         return
     name = name_match.group()
-    if name not in _WANTED:
+    if name not in FAMILIES:
         return  # the bulk (go_*, histogram buckets): never decoded, so never misread
     labels, rest = _labels(line, name_match.end())
     if labels is not None:
