@@ -18,6 +18,7 @@ from aiohttp import web
 from watcher.config import ConfigError, Settings, build_model_config, load_settings, parse_set_options
 from watcher.export.metrics import build_registry
 from watcher.export.watcher_metrics import WatcherCollector
+from watcher.fleet.prom import Credentials
 from watcher.kube.client import KubeConfigError, load_client
 from watcher.kube.cluster import ClusterWatcher
 from watcher.kube.heartbeat_prometheus import PrometheusReads
@@ -68,7 +69,7 @@ def run_command(args: argparse.Namespace) -> int:
             complain(line)
         return EXIT_BAD_INPUT
     if settings.heartbeat_prometheus and settings.heartbeat_interval:
-        problems = settings.heartbeat_credentials().check()
+        problems = _credentials(settings).check()
         for line in problems:  # fleet's check names its flags: these are settings here
             complain("config: " + re.sub(r"--([a-z-]+)", _credential_setting, line))
         if problems:
@@ -84,6 +85,15 @@ def run_command(args: argparse.Namespace) -> int:
     finally:
         if provider is not None:
             provider.shutdown()  # flushes the spans still batched
+
+
+def _credentials(settings: Settings) -> Credentials:
+    return Credentials(
+        bearer_token_file=settings.heartbeat_prometheus_bearer_token_file,
+        basic_auth_user=settings.heartbeat_prometheus_basic_auth_user,
+        basic_auth_password_file=settings.heartbeat_prometheus_basic_auth_password_file,
+        ca_file=settings.heartbeat_prometheus_ca_file,
+    )
 
 
 def _credential_setting(flag: re.Match[str]) -> str:
@@ -147,7 +157,7 @@ class Runtime:
                 settings.heartbeat_prometheus,
                 timeout=timeout,
                 stale_after=config.thresholds.heartbeat_stale_after.total_seconds(),
-                credentials=settings.heartbeat_credentials(),
+                credentials=_credentials(settings),
                 selectors=settings.heartbeat_selectors(),
             )
             if settings.heartbeat_prometheus

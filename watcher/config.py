@@ -50,7 +50,6 @@ from pydantic_settings import (
 
 from watcher.config_input import ConfigError as ConfigError  # callers catch it from watcher.config
 from watcher.config_input import format_validation_error, read_config_file, settings_error_message, shown
-from watcher.fleet.prom import Credentials
 from watcher.inputs import yaml_problem
 from watcher.model.ingest.objects import duration_seconds, format_duration
 from watcher.model.types import (
@@ -275,7 +274,7 @@ class Settings(BaseSettings):
     heartbeat_prometheus_basic_auth_user: str | None = None
     heartbeat_prometheus_basic_auth_password_file: Path | None = None
     heartbeat_prometheus_ca_file: Path | None = None
-    """Its credentials, as `stalewatch fleet` takes them (files read on every query)."""
+    """Its credentials, as `stalewatch fleet` takes them (files read on every query; app.py)."""
 
     @field_validator("heartbeat_prometheus")
     @classmethod
@@ -286,14 +285,6 @@ class Settings(BaseSettings):
         if "@" in parts.netloc:
             raise ValueError("no credentials in the URL (it is logged): heartbeat_prometheus_basic_auth_user")
         return value
-
-    def heartbeat_credentials(self) -> Credentials:
-        return Credentials(
-            bearer_token_file=self.heartbeat_prometheus_bearer_token_file,
-            basic_auth_user=self.heartbeat_prometheus_basic_auth_user,
-            basic_auth_password_file=self.heartbeat_prometheus_basic_auth_password_file,
-            ca_file=self.heartbeat_prometheus_ca_file,
-        )
 
     def heartbeat_selectors(self) -> dict[str, str]:
         """Per controller name, its heartbeat_selector (a configured entry replaces a built-in)."""

@@ -300,7 +300,13 @@ FINDING_TYPES = ", ".join(FindingType)
 TOP_LEVEL = (
     "thresholds, severities, include_namespaces, exclude_namespaces, controllers, conflict_watch_kinds, "
     "watch_kinds, listed_kinds_limit, listen, kubeconfig, context, log_level, log_format, otel_exporter, "
-    "timeline_entries, heartbeat_interval, heartbeat_timeout, heartbeat_concurrency"
+    "timeline_entries, heartbeat_interval, heartbeat_timeout, heartbeat_concurrency, heartbeat_prometheus, "
+    "heartbeat_prometheus_bearer_token_file, heartbeat_prometheus_basic_auth_user, "
+    "heartbeat_prometheus_basic_auth_password_file, heartbeat_prometheus_ca_file"
+)
+SELECTOR = (
+    "expected label matchers in braces, values double-quoted and no __name__, "
+    'such as {job="flux-system/kustomize-controller"}'
 )
 LISTEN = "expected [HOST]:PORT such as ':8080', '127.0.0.1:9090' or '[::1]:8080'"
 
@@ -392,7 +398,8 @@ LISTEN = "expected [HOST]:PORT such as ':8080', '127.0.0.1:9090' or '[::1]:8080'
         pytest.param(
             {"controllers": [{"name": "x", "groups": ["a"], "leases": "y"}]},
             "config: controllers[0].leases: unknown setting; known: "
-            "name, namespace, selector, groups, kinds, lease, lease_namespace, metrics_port",
+            "name, namespace, selector, groups, kinds, lease, lease_namespace, metrics_port, "
+            "heartbeat_selector",
             id="unknown-controller-field",
         ),
         pytest.param(
@@ -482,6 +489,27 @@ LISTEN = "expected [HOST]:PORT such as ':8080', '127.0.0.1:9090' or '[::1]:8080'
             {"heartbeat_concurrency": 0},
             "config: heartbeat_concurrency: Input should be greater than or equal to 1 (got 0)",
             id="heartbeat-concurrency-zero",
+        ),
+        pytest.param(
+            {"heartbeat_prometheus": "prometheus:9090"},
+            "config: heartbeat_prometheus: expected an http:// or https:// URL; got 'prometheus:9090'",
+            id="heartbeat-prometheus-not-a-url",
+        ),
+        pytest.param(
+            {"heartbeat_prometheus": "https://admin:secret@prometheus:9090"},
+            "config: heartbeat_prometheus: no credentials in the URL (it is logged): "
+            "heartbeat_prometheus_basic_auth_user",
+            id="heartbeat-prometheus-with-credentials-in-the-url",
+        ),
+        pytest.param(
+            {"controllers": [{"name": "x", "groups": ["a"], "heartbeat_selector": 'job="x"'}]},
+            f"config: controllers[0].heartbeat_selector: {SELECTOR}; got 'job=\"x\"'",
+            id="heartbeat-selector-without-braces",
+        ),
+        pytest.param(
+            {"controllers": [{"name": "x", "groups": ["a"], "heartbeat_selector": '{__name__="up"}'}]},
+            f"config: controllers[0].heartbeat_selector: {SELECTOR}; got '{{__name__=\"up\"}}'",
+            id="heartbeat-selector-choosing-metric-names",
         ),
         pytest.param(
             {"listen_address": ":8080"},

@@ -149,7 +149,9 @@ async def test_a_pod_prometheus_cannot_scrape_is_unknown_naming_why(prometheus: 
     result, got, at = await read(prometheus, target_of(DOWN))
     assert result == "not_scraped"
     assert at is None
-    assert got == Unreadable(f"Prometheus {prometheus.url} could not scrape pod {pod_of(DOWN)} (up 0)")
+    assert got == Unreadable(
+        f"Prometheus {prometheus.url} could not scrape pod {NAMESPACE}/{pod_of(DOWN)} (up 0)"
+    )
 
 
 async def test_a_pod_prometheus_has_no_series_of_is_unknown(prometheus: Scraped) -> None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from prometheus_client.metrics_core import CounterMetricFamily, HistogramMetricFamily, Metric
 
 from watcher.export.families import Gauge, render_whole
-from watcher.telemetry import KindStats, Telemetry
+from watcher.telemetry import HEARTBEAT_RESULTS, KindStats, Telemetry
 
 KIND = ("group", "kind")
 LISTED_STATES = ("watched", "over_limit", "not_served")
@@ -174,7 +174,7 @@ def _families(telemetry: Telemetry) -> Iterator[Metric]:
     reads = CounterMetricFamily(
         "stalewatch_heartbeat_reads",
         "Reads of each controller's /metrics, by result: ok, or why its heartbeat was unknown"
-        " (no_endpoint, unreachable, timeout, http_error, too_large, unparsable).",
+        f" ({', '.join(r for r in HEARTBEAT_RESULTS if r != 'ok')}).",
         labels=("controller", "result"),
     )
     for controller, results in sorted(telemetry.heartbeat_reads.copy().items()):

@@ -100,6 +100,12 @@ def scrapes(result: Iterable[dict[str, Any]]) -> list[Scrape]:
             group.up = value
         else:
             group.samples.append(sample)
+    for group in groups.values():
+        if group.up is None:  # named by the labels all its series share, to say `up` is missing
+            common = set(group.samples[0]["metric"].items()) if group.samples else set()
+            for sample in group.samples[1:]:
+                common &= sample["metric"].items()
+            group.labels = {k: v for k, v in common if k != "__name__"}
     return list(groups.values())
 
 
@@ -221,12 +227,13 @@ class PrometheusReads:
             for s in found
             if s.labels.get("pod") == pod and s.labels.get("namespace", namespace) == namespace
         ]
+        what = f"pod {namespace}/{pod}"
         reads = sorted(
-            [await self._read(s, f"pod {pod}", where, now) for s in mine],
+            [await self._read(s, what, where, now) for s in mine],
             key=lambda r: (isinstance(r[1], ControllerMetrics), r[2] or datetime.min.replace(tzinfo=UTC)),
         )
         if not reads:
-            return "not_scraped", Unreadable(f"{where} has no series of pod {namespace}/{pod}"), None
+            return "not_scraped", Unreadable(f"{where} has no series of {what}"), None
         return reads[-1]
 
     async def _read(self, scrape: Scrape, what: str, where: str, now: datetime) -> Dated:
