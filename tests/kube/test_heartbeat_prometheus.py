@@ -10,8 +10,8 @@ scrape; a target Prometheus cannot scrape is unknown, naming why.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterator
-from contextlib import ExitStack
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler
@@ -76,48 +76,53 @@ def _handler(body: bytes) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-@pytest.fixture(scope="module")
-def prometheus() -> Iterator[Scraped]:
-    """One Prometheus scraping every second: the recorded controllers, and DOWN's closed port."""
-    started = datetime.now(UTC)
-    with ExitStack() as running:
-        workdir = Path(running.enter_context(tempfile.TemporaryDirectory(prefix="prom-heartbeats-")))
-        targets = []
-        for controller in CONTROLLERS:
-            body = (RECORDINGS / f"{controller}.txt").read_bytes()
-            port = running.enter_context(loopback(_handler(body)))
-            targets.append((controller, port))
-        targets.append((DOWN, free_port()))
-        config = {
-            "global": {"scrape_interval": "1s", "scrape_timeout": "900ms"},
-            "scrape_configs": [
-                {
-                    "job_name": "flux-system/flux",
-                    "static_configs": [
-                        {
-                            "targets": [f"127.0.0.1:{port}"],
-                            "labels": {"namespace": NAMESPACE, "pod": pod_of(controller)},
-                        }
-                        for controller, port in targets
-                    ],
-                }
-            ],
-        }
-        (workdir / "prometheus.yaml").write_text(yaml.safe_dump(config))
-        prom_port = free_port()
-        url = f"http://127.0.0.1:{prom_port}"
-        command = [
-            PROMETHEUS,
-            f"--config.file={workdir / 'prometheus.yaml'}",
-            f"--storage.tsdb.path={workdir / 'data'}",
-            f"--web.listen-address=127.0.0.1:{prom_port}",
-        ]
-        running.enter_context(process_running(command, f"{url}/-/ready", workdir / "prometheus.log"))
+@contextmanager
+def prometheus_scraping(workdir: Path, targets: Sequence[tuple[int, dict[str, str]]]) -> Iterator[str]:
+    """A real Prometheus scraping each loopback port every second with its target labels, once
+    it has scraped them all; yields its URL."""
+    config = {
+        "global": {"scrape_interval": "1s", "scrape_timeout": "900ms"},
+        "scrape_configs": [
+            {
+                "job_name": "flux-system/flux",
+                "static_configs": [
+                    {"targets": [f"127.0.0.1:{port}"], "labels": labels} for port, labels in targets
+                ],
+            }
+        ],
+    }
+    (workdir / "prometheus.yaml").write_text(yaml.safe_dump(config))
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    command = [
+        PROMETHEUS,
+        f"--config.file={workdir / 'prometheus.yaml'}",
+        f"--storage.tsdb.path={workdir / 'data'}",
+        f"--web.listen-address=127.0.0.1:{port}",
+    ]
+    with process_running(command, f"{url}/-/ready", workdir / "prometheus.log"):
         wait_for(
             lambda: len(get_json(f"{url}/api/v1/query?query=up")["data"]["result"]) == len(targets),
             what="Prometheus to scrape every target",
         )
-        yield Scraped(url, started)
+        yield url
+
+
+@pytest.fixture(scope="module")
+def prometheus() -> Iterator[Scraped]:
+    """The recorded controllers, and DOWN's closed port."""
+    started = datetime.now(UTC)
+    with ExitStack() as running:
+        workdir = Path(running.enter_context(tempfile.TemporaryDirectory(prefix="prom-heartbeats-")))
+        targets = []
+        for controller in [*CONTROLLERS, DOWN]:
+            if controller == DOWN:
+                port = free_port()
+            else:
+                body = (RECORDINGS / f"{controller}.txt").read_bytes()
+                port = running.enter_context(loopback(_handler(body)))
+            targets.append((port, {"namespace": NAMESPACE, "pod": pod_of(controller)}))
+        yield Scraped(running.enter_context(prometheus_scraping(workdir, targets)), started)
 
 
 async def read(scraped: Scraped, target: MetricsTarget, **options: Any) -> tuple[str, Read, datetime | None]:
