@@ -117,10 +117,10 @@ def exposition(scrape: Scrape) -> str:
         name = labels.pop("__name__", None)
         if name not in FAMILIES:
             continue  # not asked for; the parser would skip it too (and it is not spelled here)
-        for label in list(labels):
-            own = labels.get(_EXPORTED + label)
-            if own is not None and label in scrape.labels:
-                labels[label] = labels.pop(_EXPORTED + label)
+        for label in scrape.labels:  # the target's: Prometheus renamed the Pod's own one
+            own = labels.pop(_EXPORTED + label, None)
+            if own is not None:
+                labels[label] = own
         lines.append(f"{name}{{{_spell(labels)}}} {_number(_value(sample))}")
     return "\n".join(lines) + "\n"
 
