@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -155,9 +155,12 @@ class Lab:
         if not os.environ.get("STALEWATCH_KEEP_LAB"):
             shutil.rmtree(self.workdir, ignore_errors=True)
 
-    def start_controller(self, name: str) -> None:
+    def start_controller(self, name: str, *, extra_args: Sequence[str] = ()) -> None:
         """Starts (or restarts) the real controller process behind Deployment `name`, in its pod's
-        identity, and waits for its readiness endpoint."""
+        identity, with `extra_args` after the lab's flags (e.g. `--concurrent=1`), and waits for its
+        readiness endpoint. A running one is stopped first (SIGTERM: it releases its Lease)."""
+        if name in self.procs:
+            _terminate(self.procs[name])
         health, metrics = free_port(), free_port()
         self.metrics[name] = f"http://127.0.0.1:{metrics}/metrics"
         argv = [
@@ -180,7 +183,7 @@ class Lab:
                 f"--storage-adv-addr={address}",
             ]
         env = {"KUBECONFIG": str(self.plane.kubeconfig), "RUNTIME_NAMESPACE": NAMESPACE}
-        proc = self._spawn(name, self._as_pod(self.pods[name], argv), env=env)
+        proc = self._spawn(name, self._as_pod(self.pods[name], [*argv, *extra_args]), env=env)
         wait_for(
             f"{name} /readyz", lambda: _alive(proc, name) and http_ok(f"http://127.0.0.1:{health}/readyz")
         )
