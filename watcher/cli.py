@@ -35,9 +35,11 @@ from watcher.config import (
     unknown_environment,
 )
 from watcher.export.report import render_json, render_text
-from watcher.model.engine import evaluate
-from watcher.model.types import Severity
-from watcher.snapshot import load_snapshot
+from watcher.inputs import LoadError
+from watcher.model.engine import HealthModel
+from watcher.model.evaluation import Evaluation
+from watcher.model.types import ModelConfig, Severity, rfc3339
+from watcher.snapshot import Snapshot, load_snapshot
 from watcher.terminal import complain, printable
 
 if TYPE_CHECKING:
@@ -241,9 +243,10 @@ def _settings(args: argparse.Namespace) -> Settings:
 def _cmd_analyze(args: argparse.Namespace) -> int:
     settings = _settings(args)
     now = args.now or datetime.now(UTC)
-    snapshot = load_snapshot(args.paths, keep_namespace=settings.watches_namespace)
-    objects = [*snapshot.earlier, *snapshot.objects]  # each object's earlier versions before its last
-    evaluation = evaluate(objects, now=now, config=build_model_config(settings))
+    config = build_model_config(settings)
+    controllers = [spec.name for spec in config.controllers]
+    snapshot = load_snapshot(args.paths, keep_namespace=settings.watches_namespace, controllers=controllers)
+    evaluation = _evaluate(snapshot, now=now, config=config)
     counts = {"objects": len(snapshot.objects), "load_errors": len(snapshot.errors)}
     if args.output == "json":
         sys.stdout.write(render_json(evaluation, **counts).decode())
@@ -257,6 +260,22 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     critical = any(root.severity == Severity.CRITICAL for root in evaluation.roots)
     return EXIT_CRITICAL if critical else EXIT_OK
+
+
+def _evaluate(snapshot: Snapshot, *, now: datetime, config: ModelConfig) -> Evaluation:
+    """The model over the snapshot at `now`: each object's earlier versions before its last, then
+    the recorded metrics reads in time order. A read after `now` is not known at `now`: left out,
+    and said (a warning)."""
+    model = HealthModel(config)
+    for obj in [*snapshot.earlier, *snapshot.objects]:
+        model.upsert(obj, now=now)
+    for read in snapshot.metrics:
+        if read.at > now:
+            said = f"read at {rfc3339(read.at)}, after the moment evaluated ({rfc3339(now)}); not used"
+            snapshot.warnings.append(LoadError(read.source, said))
+            continue
+        model.heartbeat(read.controller, at=read.at, read=read.read)
+    return model.evaluate(now)
 
 
 def _cmd_config_show(args: argparse.Namespace) -> int:

@@ -39,6 +39,19 @@ class InputError(Exception):
     """A file or stream cannot be used; str() is one line saying why."""
 
 
+@dataclass(frozen=True, slots=True)
+class LoadError:
+    """One unusable input: `source` is the path as given, `where` the object or position in it."""
+
+    source: str
+    message: str
+    where: str = ""
+
+    def __str__(self) -> str:
+        where = f"{self.where}: " if self.where else ""
+        return f"{self.source}: {where}{self.message}"
+
+
 def size_text(limit: int) -> str:
     return f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit} bytes"
 

@@ -1,7 +1,8 @@
 """Reads cluster snapshots for `stalewatch analyze`: what `kubectl get ... -o yaml|json` wrote.
 
 A PATH is a file, a directory (searched recursively for *.json, *.yaml and *.yml, in sorted
-order, skipping hidden entries) or `-` for stdin. The same object may be given at several
+order, skipping hidden entries) or `-` for stdin. A `*.prom` file is not an object but a recorded
+read of a controller's /metrics (watcher.snapshot_metrics). The same object may be given at several
 versions (a series, e.g. `kubectl get -o yaml` saved after each change): the model then sees
 them in generation order, which is what ConflictingWriters reads in `analyze`. A file holds one
 object, a `List`/`*List` with `items`, or several YAML documents. Every object goes through the
@@ -23,33 +24,34 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import orjson
 
-from watcher.inputs import InputError, Refused, read_path, read_stream, shape_problem, yaml_documents
+from watcher.inputs import (
+    InputError,
+    LoadError,
+    Refused,
+    read_path,
+    read_stream,
+    shape_problem,
+    yaml_documents,
+)
 from watcher.model.ingest.projection import project_or_problem
+from watcher.model.types import DEFAULT_CONTROLLERS
+from watcher.snapshot_metrics import SUFFIX as METRICS_SUFFIX
+from watcher.snapshot_metrics import MetricsRead, in_time_order, problems_of, read_metrics_file
 
 MAX_FILE_BYTES = 256 * 1024 * 1024
 MAX_DEPTH = 100
 SUFFIXES = (".json", ".yaml", ".yml")
+_FOUND = (*SUFFIXES, METRICS_SUFFIX)
+TRACKED = tuple(spec.name for spec in DEFAULT_CONTROLLERS)
+"""The controllers a metrics file may name when the caller's configuration does not say."""
 STDIN = "-"
-
-
-@dataclass(frozen=True, slots=True)
-class LoadError:
-    """One unusable input: `source` is the path as given, `where` the object or position in it."""
-
-    source: str
-    message: str
-    where: str = ""
-
-    def __str__(self) -> str:
-        where = f"{self.where}: " if self.where else ""
-        return f"{self.source}: {where}{self.message}"
 
 
 MAX_WARNINGS = 10
@@ -69,6 +71,8 @@ class Snapshot:
     warnings: list[LoadError] = field(default_factory=list)
     """What loaded, but not quite as written (a YAML key set twice: the last value wins)."""
     files: int = 0
+    metrics: list[MetricsRead] = field(default_factory=list)
+    """Recorded reads of controllers' /metrics (`*.prom`, watcher.snapshot_metrics), in time order."""
 
 
 def load_snapshot(
@@ -76,12 +80,14 @@ def load_snapshot(
     *,
     keep_namespace: Callable[[str], bool] = lambda namespace: True,
     stdin: BinaryIO | None = None,
+    controllers: Collection[str] = TRACKED,
 ) -> Snapshot:
     """Load every PATH; `-` reads `stdin` (default: the process's standard input).
     Objects whose namespace `keep_namespace` rejects are skipped (configuration, not an error).
     The same object given twice counts once: the last one wins; given at several generations
     (a series: the same uid at several resourceVersions), the newest is judged and the earlier
-    ones are kept, in order, under `earlier`. Loading nothing at all is an
+    ones are kept, in order, under `earlier`. A `*.prom` file is a recorded read of the /metrics of
+    one of `controllers` (the ControllerSpec names). Loading nothing at all is an
     error of its own: an empty pipe from a failed `kubectl get` must not read as healthy."""
     snapshot = Snapshot()
     by_identity: dict[tuple[str, str, str, str], list[_Version]] = {}
@@ -89,6 +95,9 @@ def load_snapshot(
     for arg in paths:
         for source, path, in_directory in _sources(arg, snapshot.errors):
             snapshot.files += 1
+            if path and path.suffix.lower() == METRICS_SUFFIX:
+                _load_metrics(snapshot, source, path, in_directory, controllers)
+                continue
             try:
                 content = _read_file(path, in_directory) if path else _read_stdin(stdin)
                 duplicates: list[str] = []
@@ -113,6 +122,8 @@ def load_snapshot(
                     more = len(duplicates) - MAX_WARNINGS
                     said = f"and {more} more keys set twice; the last value of each is used"
                     snapshot.warnings.append(LoadError(source, said))
+    snapshot.metrics, refused = in_time_order(snapshot.metrics)
+    snapshot.errors += refused
     for versions in by_identity.values():
         series = _series(versions)
         snapshot.objects.append(series[-1])
@@ -122,6 +133,20 @@ def load_snapshot(
         message = f"no objects in it{outside}; nothing was evaluated"
         snapshot.errors.append(LoadError(", ".join(paths), message))
     return snapshot
+
+
+def _load_metrics(
+    snapshot: Snapshot, source: str, path: Path, in_directory: bool, controllers: Collection[str]
+) -> None:
+    try:
+        read = read_metrics_file(path, source=source, controllers=controllers, regular_only=in_directory)
+    except InputError as error:
+        snapshot.errors.append(LoadError(source, str(error)))
+        return
+    snapshot.metrics.append(read)
+    errors, warnings = problems_of(read)
+    snapshot.errors += errors
+    snapshot.warnings += warnings  # the parser names 20 and counts the rest
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,7 +204,7 @@ def _snapshot_files(directory: Path, errors: list[LoadError]) -> list[Path]:
     for root, dirs, files in os.walk(directory, onerror=unreadable, followlinks=True):
         searched.add(_inode(root))
         dirs[:] = [d for d in dirs if not d.startswith(".") and _inode(os.path.join(root, d)) not in searched]
-        found += [Path(root, f) for f in files if not f.startswith(".") and f.lower().endswith(SUFFIXES)]
+        found += [Path(root, f) for f in files if not f.startswith(".") and f.lower().endswith(_FOUND)]
     return sorted(found)
 
 

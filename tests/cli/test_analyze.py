@@ -314,7 +314,7 @@ def test_json_output_is_exactly_the_finding_fields_a_summary_and_the_rejected(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     _, report = analyze_json(capsys, str(EXAMPLES / "tofu-controller-down"))
-    assert set(report) == {"findings", "summary", "rejected", "compliance"}
+    assert set(report) == {"findings", "summary", "rejected", "compliance", "heartbeats"}
     assert report["rejected"] == []
     fields = {f.name for f in dataclasses.fields(Finding)}
     assert all(set(finding) == fields for finding in report["findings"])

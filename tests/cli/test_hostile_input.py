@@ -634,7 +634,7 @@ def test_an_internal_error_is_exit_3_in_one_line_never_1(
     def broken(*args: object, **kwargs: object) -> None:
         raise OverflowError("date value out of range")
 
-    monkeypatch.setattr("watcher.cli.evaluate", broken)
+    monkeypatch.setattr("watcher.cli._evaluate", broken)
     code, out, err = in_process(capsys, "analyze", "--now", NOW, str(EXAMPLES / "healthy"))
     assert (code, out) == (3, "")
     [line] = err.splitlines()

@@ -19,7 +19,16 @@ import orjson
 from watcher.export import compliance
 from watcher.model.evaluation import Evaluation
 from watcher.model.ingest.objects import describe, format_age
-from watcher.model.types import Finding, FindingType, Rejection, Severity, Subject, rfc3339
+from watcher.model.types import (
+    ControllerHealth,
+    Finding,
+    FindingType,
+    HeartbeatState,
+    Rejection,
+    Severity,
+    Subject,
+    rfc3339,
+)
 from watcher.terminal import lines_of, printable
 
 SubjectKey = tuple[str, str, str]
@@ -53,10 +62,14 @@ def render_text(evaluation: Evaluation, *, objects: int, load_errors: int = 0, c
                 load_errors=load_errors,
                 unjudged=evaluation.unjudged,
                 unread=evaluation.unread,
+                heartbeats_unknown=sum(_unknown(c) for c in evaluation.controllers),
             )
         )
     else:
         lines.append("No objects were evaluated.")
+    beats = heartbeat_lines(evaluation.controllers)
+    if beats:
+        lines += ["", *beats]
     section = compliance.text_lines(evaluation.compliance)
     if section:
         lines += ["", *section]
@@ -76,8 +89,46 @@ def render_json(evaluation: Evaluation, *, objects: int, load_errors: int = 0) -
         "summary": summary(evaluation, objects=objects, load_errors=load_errors),
         "rejected": [rejection.to_dict() for rejection in evaluation.rejected],
         "compliance": compliance.document(evaluation.compliance),
+        "heartbeats": [heartbeat_document(c) for c in evaluation.controllers if c.heartbeat is not None],
     }
     return orjson.dumps(document, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+
+
+def heartbeat_lines(controllers: Sequence[ControllerHealth]) -> list[str]:
+    """What the recorded /metrics say of each controller's reconciling, Unknown ones with why;
+    nothing when no metrics were given (nothing was said of reconciling, neither way)."""
+    beats = [c for c in controllers if c.heartbeat is not None]
+    if not beats:
+        return []
+    width = max(len(c.name) for c in beats)
+    lines = ["Controller heartbeats (from the recorded /metrics):"]
+    for c in beats:
+        beat = c.heartbeat
+        assert beat is not None
+        said = f"{beat.state}: {beat.detail}" if beat.detail else str(beat.state)
+        if beat.last_reconciled is not None:
+            said += f" (its counters last moved by {rfc3339(beat.last_reconciled)})"
+        lines.append(f"  {c.name:<{width}}  {said}")
+    return lines
+
+
+def _unknown(c: ControllerHealth) -> bool:
+    return c.heartbeat is not None and c.heartbeat.state is HeartbeatState.UNKNOWN
+
+
+def heartbeat_document(c: ControllerHealth) -> dict[str, Any]:
+    """One controller's heartbeat in the JSON report, as the page shows it."""
+    beat = c.heartbeat
+    assert beat is not None
+    return {
+        "controller": c.name,
+        "subject": c.subject,
+        "state": str(beat.state),
+        "detail": beat.detail,
+        "last_reconciled": rfc3339(beat.last_reconciled) if beat.last_reconciled else None,
+        "since": rfc3339(beat.since) if beat.since else None,
+        "overdue": beat.overdue,
+    }
 
 
 def no_findings(
@@ -87,9 +138,11 @@ def no_findings(
     load_errors: int = 0,
     unjudged: Sequence[tuple[str, str, int]] = (),
     unread: Sequence[tuple[str, str, int]] = (),
+    heartbeats_unknown: int = 0,
 ) -> str:
     """Never "all healthy" while some object was not judged (in full, or at all: no rule could
-    read it, or its kind was not read), or some input not read."""
+    read it, or its kind was not read), some input not read, or some controller's heartbeat is
+    unknown (its objects may be overdue unseen)."""
     if unjudged or unread:
         judged = objects - sum(n for _, _, n in unjudged)
         return f"No findings on {plural(judged, 'judged object')}{not_judged(unjudged, unread)}."
@@ -98,6 +151,11 @@ def no_findings(
         return f"No findings: {plural(objects, 'object')} evaluated, {not_in_full} not in full (see below)."
     if load_errors:
         return f"No findings in the {plural(objects, 'object')} evaluated."
+    if heartbeats_unknown:
+        unknown = plural(heartbeats_unknown, "controller")
+        return (
+            f"No findings: {plural(objects, 'object')} evaluated, {unknown} not seen reconciling (see below)."
+        )
     return f"No findings: {plural(objects, 'object')} evaluated, all healthy."
 
 
