@@ -148,3 +148,18 @@ def test_a_read_after_the_moment_evaluated_is_not_used_and_said(
         "(2026-12-07T07:36:10Z); not used"
     ]
     assert heartbeats(out)["kustomize-controller"][0] == "Reconciling"
+
+
+def test_the_stuck_example_is_one_controller_stuck_root_with_its_overdue_kustomization_under_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """examples/kustomize-controller-stuck: the real controller, held by one reconcile, recorded."""
+    example = Path(__file__).resolve().parents[2] / "examples" / "kustomize-controller-stuck"
+    code = main(["analyze", "--now", "2026-12-07T12:54:15Z", "-o", "json", str(example)])
+    findings = orjson.loads(capsys.readouterr().out)["findings"]
+    assert code == 1
+    [stuck] = [f for f in findings if f["type"] == "ControllerStuck"]
+    assert (stuck["root_cause"], stuck["subject"]["name"]) == (None, "kustomize-controller")
+    assert stuck["evidence"]["depth"] == 4 and stuck["evidence"]["active_workers"] == 1
+    under = {(f["type"], f["subject"]["name"]) for f in findings if f["root_cause"] == stuck["id"]}
+    assert under == {("NotReconciling", "apps"), ("ReconcileRequestIgnored", "apps")}
