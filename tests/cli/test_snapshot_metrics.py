@@ -160,6 +160,6 @@ def test_the_stuck_example_is_one_controller_stuck_root_with_its_overdue_kustomi
     assert code == 1
     [stuck] = [f for f in findings if f["type"] == "ControllerStuck"]
     assert (stuck["root_cause"], stuck["subject"]["name"]) == (None, "kustomize-controller")
-    assert stuck["evidence"]["depth"] == 4 and stuck["evidence"]["active_workers"] == 1
+    assert (stuck["evidence"]["depth"], stuck["evidence"]["active_workers"]) == (4, 1)
     under = {(f["type"], f["subject"]["name"]) for f in findings if f["root_cause"] == stuck["id"]}
     assert under == {("NotReconciling", "apps"), ("ReconcileRequestIgnored", "apps")}
