@@ -150,7 +150,7 @@ def test_a_read_after_the_moment_evaluated_is_not_used_and_said(
     assert heartbeats(out)["kustomize-controller"][0] == "Reconciling"
 
 
-def test_the_stuck_example_is_one_controller_stuck_root_with_its_overdue_kustomization_under_it(
+def test_the_stuck_example_is_one_controller_stuck_root_with_every_overdue_kustomization_under_it(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """examples/kustomize-controller-stuck: the real controller, held by one reconcile, recorded."""
@@ -162,4 +162,13 @@ def test_the_stuck_example_is_one_controller_stuck_root_with_its_overdue_kustomi
     assert (stuck["root_cause"], stuck["subject"]["name"]) == (None, "kustomize-controller")
     assert (stuck["evidence"]["depth"], stuck["evidence"]["active_workers"]) == (4, 1)
     under = {(f["type"], f["subject"]["name"]) for f in findings if f["root_cause"] == stuck["id"]}
-    assert under == {("NotReconciling", "apps"), ("ReconcileRequestIgnored", "apps")}
+    assert under == {
+        ("NotReconciling", "apps"),
+        ("ReconcileRequestIgnored", "apps"),
+        *(
+            (kind, queued)
+            for queued in ("queued-a", "queued-b", "queued-c")
+            for kind in ("NotReconciling", "GenerationNotObserved")
+        ),
+    }
+    assert [f["id"] for f in findings if f["root_cause"] is None] == [stuck["id"]]

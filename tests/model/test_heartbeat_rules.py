@@ -200,6 +200,16 @@ NOT_RECONCILING: dict[str, tuple[dict[str, Any], ObjectBeat, ControllerBeat, Liv
         Outcome.ALARM,
         Reason.COUNTER_NOT_MOVED,
     ),
+    # Ready=Unknown is Flux's "reconciliation in progress": no back-off, the interval holds
+    # (1m + 60s + 1m + 6s), as for an object never reconciled (its queue wait is the same).
+    "an_object_in_progress_is_not_given_the_backoff": (
+        flux("GitRepository", group="source.toolkit.fluxcd.io/v1", interval="1m", ready="Unknown"),
+        seen(4 * MIN),
+        UP,
+        Liveness.UP,
+        Outcome.ALARM,
+        Reason.COUNTER_NOT_MOVED,
+    ),
 }
 
 

@@ -176,12 +176,11 @@ def due_window(obj: Mapping[str, Any], thresholds: HeartbeatThresholds) -> timed
     interval = parse_duration(dig(obj, "spec", "interval"))
     if interval is None or interval <= timedelta(0):
         return None
+    # A failed reconcile (Ready=False) is retried on Flux's exponential back-off; one never
+    # reconciled (no Ready yet) or in progress (Unknown) is not backing off: the interval holds.
     ready = condition(obj, "Ready")
-    gap = (
-        interval
-        if ready is not None and ready.get("status") == "True"
-        else max(interval, thresholds.retry_backoff_cap)
-    )
+    failed = ready is not None and ready.get("status") == "False"
+    gap = max(interval, thresholds.retry_backoff_cap) if failed else interval
     return gap + _timeout(obj, interval) + thresholds.slack + interval * thresholds.jitter_fraction
 
 
