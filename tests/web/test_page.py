@@ -139,6 +139,19 @@ def test_a_clean_cluster_says_how_many_objects_were_found_healthy() -> None:
     assert [p.text for p in empty.by_id("roots").all("p")] == ["No objects seen yet."]
 
 
+def test_a_clean_cluster_whose_controller_heartbeat_is_unknown_is_not_said_healthy() -> None:
+    """No finding, but one controller's metrics could not be read: its objects may be overdue unseen."""
+    evaluation = healthy(3)
+    kc = incident().controllers[-1]
+    unknown = Heartbeat(HeartbeatState.UNKNOWN, "its metrics could not be read: connection refused", None)
+    evaluation.controllers = [replace(kc, heartbeat=unknown)]
+    doc = page(evaluation, objects=3)
+    assert not doc.all("p", "healthy")
+    assert doc.one("p", "stale").text == (
+        "No findings: 3 objects evaluated, 1 controller not seen reconciling (see below)."
+    )
+
+
 @pytest.mark.parametrize(
     ("status", "banners"),
     [

@@ -62,7 +62,7 @@ def render_text(evaluation: Evaluation, *, objects: int, load_errors: int = 0, c
                 load_errors=load_errors,
                 unjudged=evaluation.unjudged,
                 unread=evaluation.unread,
-                heartbeats_unknown=sum(_unknown(c) for c in evaluation.controllers),
+                heartbeats_unknown=heartbeats_unknown(evaluation.controllers),
             )
         )
     else:
@@ -112,8 +112,9 @@ def heartbeat_lines(controllers: Sequence[ControllerHealth]) -> list[str]:
     return lines
 
 
-def _unknown(c: ControllerHealth) -> bool:
-    return c.heartbeat is not None and c.heartbeat.state is HeartbeatState.UNKNOWN
+def heartbeats_unknown(controllers: Sequence[ControllerHealth]) -> int:
+    """Controllers whose heartbeat is judged and unknown: their objects may be overdue unseen."""
+    return sum(c.heartbeat is not None and c.heartbeat.state is HeartbeatState.UNKNOWN for c in controllers)
 
 
 def heartbeat_document(c: ControllerHealth) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from watcher.export.report import (
     SubjectKey,
     by_root,
     group_by_kind,
+    heartbeats_unknown,
     no_findings,
     plain,
     plural,
@@ -101,8 +102,15 @@ def roots(evaluation: Evaluation, *, objects: int, changes: Snapshot | None = No
     if not found and not objects and not evaluation.unread:
         summary = "<p>No objects seen yet.</p>"
     elif not found:
-        said = no_findings(objects, rejected, unjudged=evaluation.unjudged, unread=evaluation.unread)
-        healthy = not rejected and not evaluation.unjudged and not evaluation.unread
+        unknown = heartbeats_unknown(evaluation.controllers)
+        said = no_findings(
+            objects,
+            rejected,
+            unjudged=evaluation.unjudged,
+            unread=evaluation.unread,
+            heartbeats_unknown=unknown,
+        )
+        healthy = not rejected and not evaluation.unjudged and not evaluation.unread and not unknown
         summary = f'<p class="{"healthy" if healthy else "stale"}">{escape(said)}</p>'
     else:
         said = summary_line(
