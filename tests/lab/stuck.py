@@ -122,7 +122,7 @@ def heal(lab: Lab) -> None:
 
 # -- recording ---------------------------------------------------------------------------------
 
-OBJECTS = (f"{KUSTOMIZATIONS},{GITREPOSITORIES},deployments.apps,pods,leases.coordination.k8s.io",)
+OBJECTS = f"{KUSTOMIZATIONS},{GITREPOSITORIES},deployments.apps,pods,leases.coordination.k8s.io"
 """What is saved beside the second recording: the Kustomizations, their GitRepository, the
 controllers' Deployments, Pods and Leases (flux-system holds nothing else)."""
 
@@ -151,7 +151,7 @@ def record(out: Path, *, apart: float) -> None:
         stuck = out / "stuck"
         stuck.mkdir(parents=True, exist_ok=True)
         moments["objects.yaml"] = now()
-        objects = lab.kubectl("get", *OBJECTS, f"--namespace={NAMESPACE}", "--output=yaml")
+        objects = lab.kubectl("get", OBJECTS, f"--namespace={NAMESPACE}", "--output=yaml")
         (stuck / "objects.yaml").write_text(objects)
         versions = {name: v for name, v in lab.versions.items() if name != "controlplane"}  # a local path
         recorded = {"at": moments, "versions": versions, "flags": {KC: list(HOLDING)}}
