@@ -179,7 +179,7 @@ def test_a_stuck_controller_is_one_root_naming_its_overdue_objects() -> None:
     assert sorted(s["name"] for s in stuck.affected) == sorted(NAMES)
     assert stuck.message == (
         f"{KC} is up but no counter moved since 2024-05-01T12:00:00Z while its objects are due every "
-        "21m30s at most; no reconcile completed since watching began. "
+        "21m30s at most; work queue depth 0, active workers 1; no reconcile completed since watching began. "
         "3 of the 3 objects it reconciles on an interval are overdue."
     )
     assert stuck.evidence["reason"] == "NoReconcilesWhileDue"

@@ -365,8 +365,8 @@ def test_a_stuck_controller_names_its_queue_workers_and_last_completion() -> Non
     )
     verdict = controller_stuck(beat, windows=[WINDOW], liveness=Liveness.UP, now=NOW)
     assert verdict.message == (
-        "kustomize-controller's work queue has held 4 items since 2026-12-07T11:54:00Z with no reconcile "
-        "completed; last completed a reconcile at 2026-12-07T11:53:00Z."
+        "kustomize-controller's work queue has not drained since 2026-12-07T11:54:00Z and no reconcile "
+        "completed; work queue depth 4, active workers 1; last completed a reconcile at 2026-12-07T11:53:00Z."
     )
     assert verdict.evidence["depth"] == 4
     assert verdict.evidence["active_workers"] == 1

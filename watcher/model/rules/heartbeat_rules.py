@@ -324,6 +324,14 @@ def not_reconciling(
     )
 
 
+def _queue(controller: ControllerBeat) -> str:
+    """What on-call checks first (runbook): how much waits, and how many workers are busy."""
+    depth = "unknown" if controller.depth is None else f"{controller.depth:g}"
+    workers = controller.active_workers
+    busy = "unknown" if workers is None else f"{workers:g}"
+    return f"work queue depth {depth}, active workers {busy}"
+
+
 def controller_stuck(
     controller: ControllerBeat,
     *,
@@ -352,6 +360,7 @@ def controller_stuck(
         if controller.last_completed_at is not None
         else "no reconcile completed since watching began"
     )
+    last = f"{_queue(controller)}; {last}"
     quiet_since = max(
         (t for t in (controller.watched_since, controller.last_moved_at) if t is not None), default=now
     )
@@ -376,8 +385,8 @@ def controller_stuck(
             rule,
             Outcome.ALARM,
             Reason.QUEUE_NOT_DRAINING,
-            f"{controller.controller}'s work queue has held {controller.depth:g} items since "
-            f"{rfc3339(queued)} with no reconcile completed; {last}.",
+            f"{controller.controller}'s work queue has not drained since {rfc3339(queued)} "
+            f"and no reconcile completed; {last}.",
             since=queued + thresholds.queue_not_draining,
             evidence=evidence,
         )
