@@ -182,6 +182,12 @@ def _core_event(**fields: Any) -> Obj:
     return {**raw, "eventTime": None, **fields}
 
 
+def _args(*args: Any) -> Obj:
+    obj = deployment("web", "apps")
+    obj["spec"]["template"]["spec"]["containers"][0]["args"] = list(args)
+    return obj
+
+
 def _conditions(extra: int) -> list[Obj]:
     return [cond("Ready", "True", "Applied")] + [cond(f"Extra{i}") for i in range(extra)]
 
@@ -298,6 +304,12 @@ EDGES = [
         False,
         id="lease-duration-beyond-a-century",
     ),
+    pytest.param(
+        _args("--log-level=info", "--watch-label-selector=!sharding.fluxcd.io/key"), True, id="args"
+    ),
+    pytest.param(_args("--watch-label-selector", "a in (x)", "-v"), True, id="args-flag-then-value"),
+    pytest.param(_args("--log-level=info"), True, id="args-without-the-flag-are-left-out"),
+    pytest.param(_args("--watch-label-selector=a=1", 5), False, id="args-not-all-strings"),
     pytest.param(
         _set(deployment("web", "apps"), "spec.progressDeadlineSeconds", 2**31 - 1),
         True,

@@ -27,7 +27,7 @@ from watcher.model.ingest.decoded import Decoded
 from watcher.model.ingest.fastpath import fast_path
 from watcher.model.ingest.kinds import GATEKEEPER_GROUP
 from watcher.model.ingest.schema import CUSTOM, EVENTS_V1_RENAMES, GROUP_KINDS, KINDS, kind_schema
-from watcher.model.ingest.schema_nodes import Bool, Field, FieldSet, Int, Kind, Labels, List, Str, Time
+from watcher.model.ingest.schema_nodes import Bool, Field, FieldSet, Flags, Int, Kind, Labels, List, Str, Time
 from watcher.model.ingest.schema_nodes import Obj as ObjNode
 
 REALWORLD = Path(__file__).resolve().parents[1] / "realworld" / "cases"
@@ -66,6 +66,8 @@ def full(node: Field) -> Any:
         return {name: full(field) for name, field in node.fields.items()}
     if isinstance(node, FieldSet):
         return {"f:spec": {".": {}, "f:size": {}}}
+    if isinstance(node, Flags):
+        return ["--log-level=info", *(f"{name}=a" for name in node.names)]
     entry = full(node.item)
     if node.types is not None:
         entry["type"] = sorted(node.types)[0]

@@ -51,13 +51,14 @@ from watcher.model.correlate.correlator import Correlation, Correlator
 from watcher.model.evaluation import Evaluation
 from watcher.model.ingest.controller_metrics import ControllerMetrics, ObjectRef, Unreadable
 from watcher.model.ingest.kinds import OWNED_KINDS, TRACKED, Track, key_of_kind
-from watcher.model.ingest.objects import Key, key_of, subject_of
+from watcher.model.ingest.objects import Key, dig, key_of, labels_of, subject_of
 from watcher.model.ingest.packed import Packed
 from watcher.model.ingest.quarantine import SetAside, Step, rule_failed
 from watcher.model.rules.context import Ctx
 from watcher.model.rules.controllers import ControllerState
 from watcher.model.rules.metrics_targets import MetricsTarget
 from watcher.model.rules.rows import judge, unjudged
+from watcher.model.rules.shards import beat_name
 from watcher.model.rules.workloads import timed_by
 from watcher.model.store.beats import HeartbeatTracker
 from watcher.model.store.deadlines import Deadlines
@@ -66,6 +67,7 @@ from watcher.model.store.listed import KindKey, Listed, lists
 from watcher.model.store.satellites import Filed, Satellites
 from watcher.model.store.table import SortedTable
 from watcher.model.store.tracking import ControllerTracker
+from watcher.model.store.unserved import UnservedShards
 from watcher.model.types import ControllerHealth, Finding, ModelConfig, ObjectHealth, RevisionInfo
 
 _POD = key_of_kind(Track.POD)
@@ -101,6 +103,7 @@ class HealthModel:
         self._rules = ClusterRules(self._config, self._store, running=self._controllers.running)
         self._objects_due = Deadlines()
         self._beats = HeartbeatTracker(self._config)
+        self._shards = UnservedShards(self._config)
         self._health: SortedTable[Key, ObjectHealth] = SortedTable()
         self._revisions: SortedTable[Key, RevisionInfo] = SortedTable()
         self._changed = True
@@ -292,9 +295,11 @@ class HealthModel:
         """One read of a controller's own /metrics (ingest/controller_metrics.py parsed it, or
         says why it could not be read): the one entry point of the heartbeat reader.
 
-        `controller` is its ControllerSpec name (`kustomize-controller`), the name that claims
-        its kinds; `at` is the moment of the read, which dates every movement it shows (reads
-        of one controller come in time order; an older one is ignored). From the first read of
+        `controller` is the heartbeat key of the workload read (MetricsTarget.controller: its
+        name; `kustomize-controller`, a shard `kustomize-controller-shard1`): only the objects
+        that workload serves are judged against it (rules/shards.py); `at` is the moment of the
+        read, which dates every movement it shows (reads of one controller come in time order;
+        an older one is ignored). From the first read of
         any controller on, every tracked controller's heartbeat is judged: one never read is
         unknown, never healthy. An `Unreadable` read makes its heartbeat unknown (no alarm);
         the next good read still sees every counter's movement in between. Findings:
@@ -311,11 +316,13 @@ class HealthModel:
         return self._controllers.metrics_targets()
 
     def _beat_changed(self, controller: str, *, whole: bool, refs: Collection[ObjectRef] = ()) -> None:
-        """Mark the objects of `controller` a heartbeat change can affect: all (`whole`) or `refs`."""
+        """Mark the objects a heartbeat change of workload `controller` can affect: all (`whole`)
+        or `refs`, of every kind its ControllerSpec claims (a superset: judging again is idempotent)."""
         self._changed = True
         claims = self._controllers.claims
+        specs = self._controllers.specs_of(controller)
         for group, kind in self._store.kinds():
-            if not claims.is_gitops(group, kind) or claims.claim(group, kind).name != controller:
+            if not claims.is_gitops(group, kind) or claims.claim(group, kind).name not in specs:
                 continue
             if whole:
                 self._dirty.update(self._store.raw_of_kind(group, kind))
@@ -356,7 +363,7 @@ class HealthModel:
         for key in dirty:
             self._refresh_object(key, now)
             self._store.pack(key)
-        if self._beats.refresh(now):
+        if self._beats.refresh(now) or self._shards.changed:
             self._recheck = True
         controllers = self._controllers.visible()
         touched, edges = self._touched, self._touched_edges
@@ -376,6 +383,7 @@ class HealthModel:
                 satellites=self._satellites.candidates,
                 policies=self._rules.policy_objects,
                 stuck=self._beats.findings(),
+                unserved=self._shards.findings(),
             )
             self._reads = reads
             findings = self._satellites.merged(self._correlation)
@@ -406,7 +414,7 @@ class HealthModel:
         beats = self._beats
         if not beats.on:
             return [s.health for s in states]
-        return [dataclasses.replace(s.health, heartbeat=beats.heartbeat(s.spec.name)) for s in states]
+        return [dataclasses.replace(s.health, heartbeat=beats.heartbeat(beat_name(s))) for s in states]
 
     def listed_kinds(self) -> frozenset[KindKey]:
         """Every kind with state to read that a Kustomization's inventory lists (store/listed.py),
@@ -466,13 +474,16 @@ class HealthModel:
             self._with_findings.discard(key)
             self._objects_due.schedule(key, None)
             self._beats.forget(key)
+            self._shards.file(key, None)
             self._health.set(key, None)
             self._revisions.set(key, None)
             self._set_aside.record(key, Step.RULES, [])
             return
         ctx = Ctx(now, self._config, self._store.get, self._pods)
-        claim = self._controllers.claims.claim(key.group, key.kind) if gitops else None
+        claim = self._controllers.claims.claim(key.group, key.kind, labels_of(obj)) if gitops else None
         findings, health, revision, rejected = judge(obj, ctx, claim=claim)
+        suspended = dig(obj, "spec", "suspend") is True  # not reconciled on purpose: it waits for none
+        self._shards.file(key, claim.unserved if claim is not None and not suspended else None)
         self._set_aside.record(key, Step.RULES, rejected)
         if unjudged(obj, gitops=gitops):
             self._unjudged[key] = (key.group, key.kind)
@@ -480,7 +491,9 @@ class HealthModel:
             self._unjudged.pop(key, None)
         deadline = min(ctx.pending, default=None)
         if gitops:
-            overdue, recheck = self._beats.judge(key, obj, claim.name if claim is not None else None, now=now)
+            beat = claim.beat if claim is not None else None
+            own = claim is not None and claim.unserved is None
+            overdue, recheck = self._beats.judge(key, obj, beat, own=own, now=now)
             if overdue is not None:
                 findings = [*findings, overdue]
             if recheck is not None and (deadline is None or recheck < deadline):

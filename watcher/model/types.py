@@ -68,11 +68,13 @@ class FindingType(StrEnum):
     OBJECT_FAILING = "ObjectFailing"
     CONTROLLER_STUCK = "ControllerStuck"
     NOT_RECONCILING = "NotReconciling"
+    SHARD_NOT_SERVED = "ShardNotServed"
 
 
 DEFAULT_SEVERITIES: Mapping[FindingType, Severity] = {
     FindingType.CONTROLLER_DOWN: Severity.CRITICAL,
     FindingType.CONTROLLER_STUCK: Severity.CRITICAL,
+    FindingType.SHARD_NOT_SERVED: Severity.CRITICAL,
     FindingType.CRD_REMOVED: Severity.CRITICAL,
     FindingType.STATUS_STALE: Severity.INFO,
     **{
@@ -82,12 +84,14 @@ DEFAULT_SEVERITIES: Mapping[FindingType, Severity] = {
         not in (
             FindingType.CONTROLLER_DOWN,
             FindingType.CONTROLLER_STUCK,
+            FindingType.SHARD_NOT_SERVED,
             FindingType.CRD_REMOVED,
             FindingType.STATUS_STALE,
         )
     },
 }
-"""ControllerStuck is critical like ControllerDown: nothing it owns is reconciled either."""
+"""ControllerStuck and ShardNotServed are critical like ControllerDown: nothing they explain is
+reconciled either."""
 
 
 def rfc3339(moment: datetime | None) -> str | None:
@@ -311,6 +315,9 @@ class ControllerHealth:
     heartbeat: Heartbeat | None = None
     """What its own metrics say of its reconciling (HealthModel.heartbeat); None while no
     heartbeat is read at all (no reader feeds the model), never "reconciling" by default."""
+    scope: str = ""
+    """Why its --watch-label-selector cannot be read ("" when it can, or it has none): which
+    objects it reconciles is then unknown, and those it may reconcile are not judged served."""
 
 
 class HeartbeatState(StrEnum):

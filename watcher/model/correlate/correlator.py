@@ -93,13 +93,15 @@ class Correlator:
         satellites: Mapping[Key, Finding] | None = None,
         policies: PolicyObjects | None = None,
         stuck: Sequence[Finding] = (),
+        unserved: Sequence[Finding] = (),
     ) -> Correlation:
         """Root-attributed, deterministically ordered findings (roots first, critical first).
 
         `satellites`: StatusStale candidates, by subject, that are the only candidate on it and
         are not among `candidates` (see the module docstring). `policies`: the objects a denial's
         policy may be (compliance.Compliance.policy_objects). `stuck`: the ControllerStuck
-        findings (never of a controller that is down: that one is ControllerDown's).
+        findings (never of a controller that is down: that one is ControllerDown's). `unserved`:
+        the ShardNotServed findings, which their objects' StatusStale point at.
         """
         run = Pass(view, config, now, satellites or {}, self._owners)
         own_pods = _controllers(run, controllers)
@@ -107,7 +109,7 @@ class Correlator:
         for removal in removals:
             run.add(removal)
             run.extra[removal.id] = list(removal.affected)
-        for root in stuck:
+        for root in (*stuck, *unserved):
             run.add(root)
         keyed = [(key_of_subject(c.subject), c) for c in candidates]
         stale = {key for key, c in keyed if c.type is FindingType.STATUS_STALE}
@@ -161,6 +163,11 @@ def _controllers(run: Pass, controllers: Sequence[ControllerState]) -> dict[Key,
     return own
 
 
+_NOT_FROM_STATUS = (FindingType.RETRY_LOOP, FindingType.NOT_RECONCILING)
+"""Not read off the object's status: they stand beside its StatusStale (a NotReconciling only
+does for an object no workload serves; a down controller's are ControllerDown's alone)."""
+
+
 def _admit(
     run: Pass,
     key: Key,
@@ -175,7 +182,7 @@ def _admit(
     if candidate.type is FindingType.STATUS_STALE:
         run.add(candidate, link=candidate.evidence["controller_workload"], key=key)
         return
-    if (key in stale or key in run.satellites) and candidate.type is not FindingType.RETRY_LOOP:
+    if (key in stale or key in run.satellites) and candidate.type not in _NOT_FROM_STATUS:
         return  # a cached status proves nothing while its controller is down
     controller = own_pods.get(key) or _former_pod_of(key, former)
     if controller is not None and not controller.health.up:

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Any, NoReturn
 
 from watcher.model.ingest.fieldsets import read_fields
-from watcher.model.ingest.schema_nodes import Bool, Field, FieldSet, Int, Labels, List, Obj, Str, Time
+from watcher.model.ingest.schema_nodes import Bool, Field, FieldSet, Flags, Int, Labels, List, Obj, Str, Time
 from watcher.model.types import RejectReason
 
 VALUE_LIMIT = 120
@@ -230,6 +230,49 @@ def _labels(node: Labels) -> Check:
     return check
 
 
+def kept_flags(node: Flags) -> Callable[[Sequence[Any]], list[str]]:
+    """The flags a Flags node keeps of a list of arguments (entries that are no string skipped)."""
+    names, limit = node.names, node.limit
+
+    def keep(args: Sequence[Any]) -> list[str]:
+        found: dict[str, str | None] = {}
+        for index, arg in enumerate(args):
+            if type(arg) is not str or not arg.startswith("--"):
+                continue
+            name, equals, written = arg.partition("=")
+            if name not in names:
+                continue
+            value: str | None = written
+            if not equals:  # "--flag value": the next argument, when it is no flag itself
+                following = args[index + 1] if index + 1 < len(args) else None
+                value = following if type(following) is str and not following.startswith("-") else None
+            found.pop(name, None)  # the last one written wins, and is listed last
+            found[name] = value if value is None or len(value) <= limit else None
+        return [name if value is None else f"{name}={value}" for name, value in found.items()]
+
+    return keep
+
+
+def _flags(node: Flags) -> Check:
+    keep = kept_flags(node)
+
+    def check(value: Any) -> Any:
+        if not isinstance(value, list):
+            _reject(False, "is not a list", value)
+        kept = keep(value)
+        found: list[Rejected] = []
+        for index, arg in enumerate(value):
+            if not isinstance(arg, str):
+                _found(Rejected(RejectReason.WRONG_TYPE, arg, "is not a string"), f"[{index}]", found)
+        if found:
+            raise Partial(kept or None, found)
+        if not kept:
+            raise Drop
+        return kept
+
+    return check
+
+
 def _fieldset(value: Any) -> Any:
     """fieldsV1 as its sorted paths (fieldsets.py); neither a trie nor paths: rejected."""
     paths = read_fields(value)
@@ -337,6 +380,7 @@ _COMPILERS: dict[type, Callable[[Any], Check]] = {
     Obj: _obj,
     List: _list,
     FieldSet: lambda n: _fieldset,
+    Flags: _flags,
 }
 
 

@@ -34,6 +34,7 @@ from watcher.model.ingest.schema_nodes import (
     TOKEN,
     Bool,
     Field,
+    Flags,
     I,
     Kind,
     Labels,
@@ -45,14 +46,22 @@ from watcher.model.ingest.schema_nodes import (
 )
 
 _CONTAINERS = List(Obj({"name": TOKEN, "image": Str(1024)}), limit=64)
+WATCH_LABEL_SELECTOR = "--watch-label-selector"
+"""The flag a Flux controller (a shard) is told which objects to reconcile with (rules/shards.py)."""
 _TEMPLATE_CONTAINERS = List(
     Obj(
-        {"name": TOKEN, "image": Str(1024), "ports": List(Obj({"name": TOKEN, "containerPort": I}), limit=16)}
+        {
+            "name": TOKEN,
+            "image": Str(1024),
+            "ports": List(Obj({"name": TOKEN, "containerPort": I}), limit=16),
+            "args": Flags((WATCH_LABEL_SELECTOR,)),
+        }
     ),
     limit=64,
 )
 """A workload's containers, with their ports: the heartbeat reader finds a controller's metrics
-port (named `http-prom`) there, not on each Pod (a Pod keeps only its IP: see _POD)."""
+port (named `http-prom`) there, not on each Pod (a Pod keeps only its IP: see _POD). Of their
+args only the watch label selector is kept: every Deployment is projected, and most have none."""
 METRICS_PORT_ANNOTATION = "prometheus.io/port"
 
 # -- Flux and tofu-controller kinds: every kind not named below -------------------------------

@@ -90,7 +90,18 @@ class FieldSet:
     in one string, bounded (fieldsets.py): what ConflictingWriters compares between versions."""
 
 
-Field = Str | Int | Bool | Time | Labels | Obj | List | FieldSet
+@dataclass(frozen=True, eq=False)
+class Flags:
+    """A container's `args`, of which only the flags `names` are kept: each once, the last one
+    written (pflag's reading), as "--flag=value" whether written so or as "--flag value". A value
+    longer than `limit` is kept as the bare "--flag" (no value), which its reader cannot read: it
+    says so rather than take the flag for absent."""
+
+    names: tuple[str, ...]
+    limit: int = 1024
+
+
+Field = Str | Int | Bool | Time | Labels | Obj | List | FieldSet | Flags
 
 
 @dataclass(frozen=True, eq=False)

@@ -30,6 +30,16 @@ from watcher.model.ingest.objects import (
     time_at,
     transition,
 )
+from watcher.model.rules.shards import (
+    EVERYTHING,
+    Scope,
+    Unserved,
+    beat_name,
+    is_shard_of,
+    lease_name,
+    serving,
+    watch_scope,
+)
 from watcher.model.rules.workload_words import particulars, termination_evidence
 from watcher.model.rules.workloads import (
     WorkloadState,
@@ -79,10 +89,13 @@ class ControllerState:
     advice: str
     evidence: dict[str, Any] = field(default_factory=dict)
     deadline: datetime | None = None
+    scope: Scope = EVERYTHING
+    """The objects it reconciles (its --watch-label-selector: rules/shards.py)."""
 
 
 def matches(spec: ControllerSpec, workload: Mapping[str, Any]) -> bool:
-    """A Deployment/StatefulSet is this controller by name, or by selector labels when given."""
+    """A Deployment/StatefulSet is this controller by name (or is a shard of it, `<name>-shardN`
+    with a watch label selector), or by selector labels when given."""
     if workload["kind"] not in CONTROLLER_WORKLOADS:
         return False
     meta = workload["metadata"]
@@ -91,7 +104,7 @@ def matches(spec: ControllerSpec, workload: Mapping[str, Any]) -> bool:
     if spec.selector:
         own = labels_of(workload)
         return all(own.get(k) == v for k, v in spec.selector.items())
-    return bool(meta["name"] == spec.name)
+    return bool(meta["name"] == spec.name) or is_shard_of(spec.name, workload)
 
 
 def match_spec(specs: Iterable[ControllerSpec], workload: Mapping[str, Any]) -> ControllerSpec | None:
@@ -119,11 +132,12 @@ def owns_pod(
 def find_lease(
     spec: ControllerSpec, workload: Mapping[str, Any], leases: Iterable[Mapping[str, Any]]
 ) -> Mapping[str, Any] | None:
-    """The leader Lease: the configured name, else Flux's "<name>-leader-election", else one held
-    by a Pod of this workload (holderIdentity starts with "<workload name>-")."""
+    """The leader Lease: the configured name, else Flux's "<name>-leader-election" (suffixed by
+    its watch label selector's hash: shards.lease_name), else one held by a Pod of this workload
+    (holderIdentity starts with "<workload name>-")."""
     namespace = spec.lease_namespace or workload["metadata"].get("namespace", "")
     candidates = [lease for lease in leases if lease["metadata"].get("namespace", "") == namespace]
-    wanted = spec.lease or f"{spec.name}-leader-election"
+    wanted = spec.lease or lease_name(spec.name, watch_scope(workload))
     for lease in candidates:
         if lease["metadata"]["name"] == wanted:
             return lease
@@ -193,6 +207,7 @@ def controller_state(
     meta = workload["metadata"]
     states = [(pod, pod_state(pod)) for pod in pods if not is_deleting(pod)]
     expiry = lease_expiry(lease)
+    scope = watch_scope(workload)
     evidence: dict[str, Any] = {
         "workload": f"{workload['kind']}/{meta.get('namespace', '')}/{meta['name']}",
         "desired_replicas": desired_replicas(workload),
@@ -209,9 +224,11 @@ def controller_state(
         deadline: datetime | None = None,
         advice: str = "",
     ) -> ControllerState:
-        health = ControllerHealth(subject_of(workload), up, str(reason), spec.groups, since, name=spec.name)
+        health = ControllerHealth(
+            subject_of(workload), up, str(reason), spec.groups, since, name=spec.name, scope=scope.problem
+        )
         advice = "" if up else advice or _ADVICE[reason]
-        return ControllerState(health, spec, pod_keys, detail, advice, evidence, deadline)
+        return ControllerState(health, spec, pod_keys, detail, advice, evidence, deadline, scope)
 
     if desired_replicas(workload) == 0:
         detail = f"{workload['kind']} {meta['name']} is scaled to 0 replicas"
@@ -272,19 +289,24 @@ def controller_state(
 
 @dataclass(frozen=True, slots=True)
 class Claim:
-    """Which configured controller reconciles a kind, and its down verdict if it is down.
+    """Which configured controller reconciles an object, and through which of its workloads.
 
-    `name` is None when no ControllerSpec claims the kind. `down` is set only when every
-    visible workload of that controller is down; a controller with no visible workload is
-    unknown (we cannot see it), never down.
+    `name` is None when no ControllerSpec claims the kind. Of the spec's visible workloads
+    (several: shards, rules/shards.py), the one serving the object: `beat` names an up one (its
+    heartbeat key), `down` is set when the workloads selecting it are all down, `unserved` when
+    none selects it, `unknown` says why it is not known (a selector that cannot be read). A
+    controller with no visible workload is unknown (we cannot see it), never down.
     """
 
     name: str | None
     down: ControllerState | None = None
+    beat: str | None = None
+    unserved: Unserved | None = None
+    unknown: str = ""
 
 
 class Claims:
-    """Answers "who reconciles this group/kind and is it alive?" from the current states."""
+    """Answers "who reconciles this object and is it alive?" from the current states."""
 
     def __init__(self, specs: Sequence[ControllerSpec], states: Iterable[ControllerState]) -> None:
         self._specs = specs
@@ -292,31 +314,60 @@ class Claims:
         for state in states:
             index = next(i for i, spec in enumerate(specs) if spec is state.spec)
             self._states.setdefault(index, []).append(state)
-        self._cache: dict[tuple[str, str], Claim] = {}
+        self._cache: dict[tuple[str, str], tuple[Claim | None, list[ControllerState]]] = {}
         self._gitops: dict[tuple[str, str], bool] = {}
 
-    def claim(self, group: str, kind: str) -> Claim:
+    def claim(self, group: str, kind: str, labels: Mapping[str, str] | None = None) -> Claim:
+        """The claim on an object of this kind with these labels (none: the kind's, as if it had
+        no label)."""
         found = self._cache.get((group, kind))
         if found is None:
             found = self._cache[group, kind] = self._claim(group, kind)
-        return found
+        claim, states = found
+        if claim is not None:
+            return claim
+        return _served(self._specs_name(states), states, labels or {})
 
-    def _claim(self, group: str, kind: str) -> Claim:
+    def signature(self, group: str, kind: str) -> tuple[Any, ...]:
+        """What every claim on the kind is made of: when it changes, its objects are judged again."""
+        self.claim(group, kind)
+        claim, states = self._cache[group, kind]
+        name = claim.name if claim is not None else self._specs_name(states)
+        return name, tuple((s.health, s.scope) for s in states)
+
+    @staticmethod
+    def _specs_name(states: Sequence[ControllerState]) -> str:
+        return states[0].spec.name
+
+    def _claim(self, group: str, kind: str) -> tuple[Claim | None, list[ControllerState]]:
+        """The kind's claim when every object gets the same (None: judged per object's labels),
+        and the workloads of the spec that claims it."""
         claimers = [i for i, spec in enumerate(self._specs) if reconciles(spec, group, kind)]
         for index in claimers:
             states = self._states.get(index)
             if states:
-                if any(state.health.up for state in states):
-                    return Claim(self._specs[index].name)
-                first = min(states, key=lambda s: (s.health.subject["namespace"], s.health.subject["name"]))
-                return Claim(self._specs[index].name, first)
-        return Claim(self._specs[claimers[0]].name if claimers else None)
+                if all(state.scope is EVERYTHING for state in states):
+                    return _served(self._specs[index].name, states, {}), states
+                return None, states
+        return Claim(self._specs[claimers[0]].name if claimers else None), []
 
     def is_gitops(self, group: str, kind: str) -> bool:
         found = self._gitops.get((group, kind))
         if found is None:
             found = self._gitops[group, kind] = is_gitops(self._specs, group, kind)
         return found
+
+
+def _served(name: str, states: Sequence[ControllerState], labels: Mapping[str, str]) -> Claim:
+    up, down, unknown, unserved = serving(states, labels)
+    if up is not None:
+        return Claim(name, beat=beat_name(up))
+    if down is not None:
+        return Claim(name, down, beat_name(down))
+    if unserved is not None:  # judged against an up workload's read, which has no series of it
+        first = next((s for s in states if s.health.up), states[0])
+        return Claim(name, beat=beat_name(first), unserved=unserved)
+    return Claim(name, unknown=unknown)
 
 
 def is_gitops(specs: Iterable[ControllerSpec], group: str, kind: str) -> bool:

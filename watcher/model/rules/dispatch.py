@@ -38,6 +38,7 @@ from watcher.model.rules.controllers import ControllerState
 from watcher.model.rules.denials import judge_event
 from watcher.model.rules.gitops_rules import GITOPS_RULES, revision_skew
 from watcher.model.rules.resources import object_failing
+from watcher.model.rules.shards import SHARD_KEY, Unserved
 from watcher.model.rules.workload_rule import workload_unhealthy
 from watcher.model.types import Finding, FindingType, ModelConfig, Subject, rfc3339
 
@@ -61,6 +62,27 @@ def status_stale(obj: Mapping[str, Any], down: ControllerState, config: ModelCon
         "conditions": {c["type"]: c["status"] for c in dig(obj, "status", "conditions") or ()},
     }
     return new_finding(config, FindingType.STATUS_STALE, subject, message, down.health.since, evidence)
+
+
+def unserved_stale(obj: Mapping[str, Any], unserved: Unserved, config: ModelConfig) -> Finding:
+    """StatusStale: the object's conditions are a cached report, as no workload of its controller
+    selects it (rules/shards.py); ShardNotServed is its root."""
+    ready = condition(obj, "Ready")
+    says = said(ready, "Ready", message=False)
+    subject = subject_of(obj)
+    label = f"{SHARD_KEY}={unserved.key}" if unserved.key else f"no {SHARD_KEY} label"
+    message = (
+        f"{describe(subject)} says {says}, but no {unserved.controller} workload selects it ({label}):"
+        f" this is a cached report, last changed {rfc3339(transition(ready))}. Nothing reconciles it"
+        " until a shard selecting it runs."
+    )
+    evidence = {
+        "controller": unserved.controller,
+        "shard": unserved.key,
+        "controller_workload": finding_id(FindingType.SHARD_NOT_SERVED, unserved.subject()),
+        "conditions": {c["type"]: c["status"] for c in dig(obj, "status", "conditions") or ()},
+    }
+    return new_finding(config, FindingType.STATUS_STALE, subject, message, None, evidence)
 
 
 def crd_removed(
@@ -115,18 +137,26 @@ _OTHER_GITOPS_RULES = tuple(rule for rule in GITOPS_RULES if rule is not revisio
 
 
 def local_findings(
-    obj: Mapping[str, Any], ctx: Ctx, *, gitops: bool, down: ControllerState | None = None
+    obj: Mapping[str, Any],
+    ctx: Ctx,
+    *,
+    gitops: bool,
+    down: ControllerState | None = None,
+    unserved: Unserved | None = None,
 ) -> list[Finding]:
     """Every candidate finding this object supports on its own (plus its source's revision).
 
-    A GitOps object whose controller is `down` gets StatusStale instead of its status-based
-    findings; a suspended one gets nothing (it is not reconciled on purpose).
+    A GitOps object whose controller is `down`, or that no workload of it serves (`unserved`),
+    gets StatusStale instead of its status-based findings; a suspended one gets nothing (it is
+    not reconciled on purpose).
     """
     if gitops:
         if dig(obj, "spec", "suspend") is True:
             return []
         if down is not None:
             return [status_stale(obj, down, ctx.config)]
+        if unserved is not None:
+            return [unserved_stale(obj, unserved, ctx.config)]
         if text(obj, "metadata", "deletionTimestamp"):
             return []
         rules = _APPLIER_RULES if obj["kind"] in APPLIERS else _OTHER_GITOPS_RULES

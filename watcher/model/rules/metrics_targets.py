@@ -34,7 +34,8 @@ class MetricsTarget:
     """One controller's metrics endpoints: read `pods` (name, IP) on `port`, or say `problem`."""
 
     controller: str
-    """The ControllerSpec name, as HealthModel.heartbeat takes it."""
+    """The heartbeat key, as HealthModel.heartbeat takes it: the workload's name (shards.beat_name;
+    a Flux controller's main Deployment is named like its ControllerSpec, a shard `<name>-shardN`)."""
     workload: str
     """Kind/namespace/name of the workload read."""
     port: int | None
@@ -52,9 +53,12 @@ def metrics_target(
     workload: Mapping[str, Any],
     pods: Sequence[Mapping[str, Any]],
     lease: Mapping[str, Any] | None,
+    *,
+    name: str,
 ) -> MetricsTarget:
+    """`name`: the heartbeat key of the workload read."""
     meta = workload["metadata"]
-    name = f"{workload['kind']}/{meta.get('namespace', '')}/{meta['name']}"
+    where = f"{workload['kind']}/{meta.get('namespace', '')}/{meta['name']}"
     port, port_from = _port(spec, workload)
     ready = sorted(
         (pod["metadata"]["name"], text(pod, "status", "podIP"))
@@ -71,10 +75,10 @@ def metrics_target(
             "annotation on its pod template, no metrics_port setting"
         )
     elif not ready:
-        problem = f"{name} has no Ready Pod"
+        problem = f"{where} has no Ready Pod"
     elif not chosen:
         problem = f"its Ready Pod {(leader or ready[0])[0]} has no IP yet"
-    return MetricsTarget(spec.name, name, port, port_from, chosen, leader[0] if leader else None, problem)
+    return MetricsTarget(name, where, port, port_from, chosen, leader[0] if leader else None, problem)
 
 
 def _port(spec: ControllerSpec, workload: Mapping[str, Any]) -> tuple[int | None, str]:

@@ -32,7 +32,7 @@ def judge(obj: Mapping[str, Any], ctx: Ctx, *, claim: Claim | None) -> Judged:
     try:
         if claim is None:
             return local_findings(obj, ctx, gitops=False), None, None, rejected
-        findings = local_findings(obj, ctx, gitops=True, down=claim.down)
+        findings = local_findings(obj, ctx, gitops=True, down=claim.down, unserved=claim.unserved)
         return findings, object_health(obj, claim), revision_info(obj, ctx), rejected
     except Exception as error:  # set this object aside, judge the rest
         ctx.pending.clear()
@@ -50,13 +50,13 @@ def unjudged(obj: Mapping[str, Any], *, gitops: bool) -> bool:
 
 
 def object_health(obj: Mapping[str, Any], claim: Claim) -> ObjectHealth:
-    """kstatus' verdict, stale while the controller that `claim`s the kind is down."""
+    """kstatus' verdict, stale while the controller workload serving it is down or none serves it."""
     status = compute_status(obj)
     return ObjectHealth(
         subject=subject_of(obj),
         status=status.status,
         reason=status.reason,
-        stale=claim.down is not None,
+        stale=claim.down is not None or claim.unserved is not None,
         controller=claim.name,
         last_transition=transition(condition(obj, "Ready")) or newest_transition(obj),
     )

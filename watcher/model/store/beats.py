@@ -13,10 +13,13 @@ each controller's ControllerStuck and heartbeat (`refresh`). Incremental like th
 - ControllerStuck reads only the shortest and longest due window of the controller's objects,
   kept as a count of each window, not by walking them.
 
-A controller is its ControllerSpec name (what the reader scrapes and what claims a kind);
-liveness is ControllerDown's: up when one of its visible workloads is, down when all are,
-unknown when none is visible. Before any read the tracker is off: no controller is said to
-have a heartbeat at all (`heartbeat` None), rather than every one unknown.
+A controller here is a heartbeat key: a workload's name (shards.beat_name: a Flux controller's
+main Deployment is named like its ControllerSpec, each shard `<name>-shardN` has its own), what
+the reader reads and what an object's claim names as the workload serving it (controllers.Claim),
+so a shard's objects are judged against that shard's counters alone. Liveness is
+ControllerDown's: up when one of the visible workloads of that name is, down when all are,
+unknown when none is. Before any read the tracker is off: no controller is said to have a
+heartbeat at all (`heartbeat` None), rather than every one unknown.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from watcher.model.rules.heartbeat_rules import (
     heartbeat_thresholds,
     not_reconciling,
 )
+from watcher.model.rules.shards import beat_name
 from watcher.model.store.deadlines import Deadlines
 from watcher.model.store.heartbeats import Heartbeats
 from watcher.model.types import Finding, FindingType, Heartbeat, HeartbeatState, ModelConfig
@@ -126,7 +130,7 @@ class HeartbeatTracker:
         liveness: dict[str, Liveness] = {}
         workload: dict[str, ControllerState] = {}
         for state in states:
-            name = state.spec.name
+            name = beat_name(state)
             if state.health.up:
                 liveness[name] = Liveness.UP
                 workload.setdefault(name, state)
@@ -146,10 +150,12 @@ class HeartbeatTracker:
     # -- Objects ---------------------------------------------------------------------------------
 
     def judge(
-        self, key: Key, obj: Mapping[str, Any], controller: str | None, *, now: datetime
+        self, key: Key, obj: Mapping[str, Any], controller: str | None, *, own: bool = True, now: datetime
     ) -> tuple[Finding | None, datetime | None]:
         """The object's NotReconciling candidate (None: not overdue, or not known) and the
-        moment that may change with no read."""
+        moment that may change with no read. `controller`: the heartbeat key it is judged by;
+        `own`: the workload serves it (else, no workload serving it, its absence from that read
+        is what is judged, and it counts neither in that workload's due windows nor overdue)."""
         if not self.on or controller is None:
             self.forget(key)
             return None, None
@@ -162,8 +168,8 @@ class HeartbeatTracker:
             now=now,
             thresholds=self._thresholds,
         )
-        window = None if verdict.reason in _NOT_DUE else due_window(obj, self._thresholds)
-        self._file(key, controller, window, overdue=verdict.outcome is Outcome.ALARM)
+        window = None if verdict.reason in _NOT_DUE or not own else due_window(obj, self._thresholds)
+        self._file(key, controller if own else None, window, overdue=own and verdict.outcome is Outcome.ALARM)
         if verdict.outcome is not Outcome.ALARM:
             return None, verdict.recheck_at
         evidence = {**verdict.evidence, "reason": str(verdict.reason)}

@@ -19,7 +19,6 @@ from watcher.model.ingest.kinds import Track, key_of_kind
 from watcher.model.ingest.objects import Key, key_of, subject_of
 from watcher.model.ingest.quarantine import rule_failed
 from watcher.model.rules.controllers import (
-    Claim,
     Claims,
     ControllerState,
     controller_state,
@@ -28,9 +27,10 @@ from watcher.model.rules.controllers import (
     owns_pod,
 )
 from watcher.model.rules.metrics_targets import MetricsTarget, metrics_target
+from watcher.model.rules.shards import beat_name
 from watcher.model.store.deadlines import Deadlines
 from watcher.model.store.graph import Store
-from watcher.model.types import ControllerHealth, ControllerSpec, ModelConfig, Rejection
+from watcher.model.types import ControllerSpec, ModelConfig, Rejection
 
 POD = key_of_kind(Track.POD)
 LEASE = key_of_kind(Track.LEASE)
@@ -64,6 +64,10 @@ class ControllerTracker:
     def running(self) -> set[str]:
         """The names of the configured controllers found running as a workload."""
         return {spec.name for spec in self._specs.values()}
+
+    def specs_of(self, beat: str) -> set[str]:
+        """The ControllerSpec names of the workloads with this heartbeat key."""
+        return {state.spec.name for state in self._states.values() if beat_name(state) == beat}
 
     def judge_all_again(self) -> None:
         self._dirty.update(self._specs)
@@ -179,17 +183,18 @@ class ControllerTracker:
             (group, kind)
             for group, kind in self._store.kinds()
             if claims.is_gitops(group, kind)
-            and _verdict(self.claims.claim(group, kind)) != _verdict(claims.claim(group, kind))
+            and self.claims.signature(group, kind) != claims.signature(group, kind)
         ]
         self.claims = claims
         return significant, changed
 
     def metrics_targets(self) -> list[MetricsTarget]:
-        """Where to read each tracked controller's /metrics, one per ControllerSpec name (its
-        heartbeat's): of several workloads of one spec (shards), the first up one in key order."""
+        """Where to read each tracked controller workload's /metrics, one per heartbeat key (the
+        workload's name, shards.beat_name: each shard is read on its own); of several workloads
+        of one name (in several namespaces), the first up one in key order."""
         chosen: dict[str, Key] = {}
         for key, state in sorted(self._states.items()):
-            name = state.spec.name
+            name = beat_name(state)
             if name not in chosen or (state.health.up and not self._states[chosen[name]].health.up):
                 chosen[name] = key
         targets = []
@@ -202,7 +207,8 @@ class ControllerTracker:
             leases = sorted(
                 self._store.in_namespace(*LEASE, spec.lease_namespace or key.namespace), key=key_of
             )
-            targets.append(metrics_target(spec, workload, pods, find_lease(spec, workload, leases)))
+            lease = find_lease(spec, workload, leases)
+            targets.append(metrics_target(spec, workload, pods, lease, name=beat_name(self._states[key])))
         return targets
 
     def _state(
@@ -214,11 +220,6 @@ class ControllerTracker:
         leases = sorted(self._store.in_namespace(*LEASE, namespace), key=key_of)
         lease = find_lease(spec, workload, leases)
         return controller_state(spec, workload, pods, lease, now=now, thresholds=self._config.thresholds)
-
-
-def _verdict(claim: Claim) -> tuple[str | None, ControllerHealth | None]:
-    """What a StatusStale candidate is made of: the controller, and how (since when) it is down."""
-    return claim.name, claim.down.health if claim.down is not None else None
 
 
 def _significant(old: ControllerState | None, new: ControllerState) -> bool:

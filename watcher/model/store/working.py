@@ -23,6 +23,7 @@ PRECEDENCE: Sequence[FindingType] = (
     FindingType.CRD_REMOVED,
     FindingType.CONTROLLER_DOWN,
     FindingType.CONTROLLER_STUCK,
+    FindingType.SHARD_NOT_SERVED,
     FindingType.STATUS_STALE,
     FindingType.NOT_RECONCILING,
     FindingType.PRUNE_ORPHAN,

@@ -24,10 +24,10 @@ from typing import Annotated, Any, cast
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
-from watcher.model.ingest.checks import compiled
+from watcher.model.ingest.checks import compiled, kept_flags
 from watcher.model.ingest.fieldsets import read_fields
 from watcher.model.ingest.schema import EVENT_KINDS, EVENTS_V1_RENAMES, kind_schema
-from watcher.model.ingest.schema_nodes import Bool, Field, FieldSet, Int, Labels, List, Obj, Str, Time
+from watcher.model.ingest.schema_nodes import Bool, Field, FieldSet, Flags, Int, Labels, List, Obj, Str, Time
 
 
 class Unsure(ValueError):
@@ -102,6 +102,8 @@ def _type(node: Field, *, required: bool) -> tuple[Any, Any]:
         return Annotated[dict[str, str], bounds] | UnsetType, UNSET
     if isinstance(node, FieldSet):  # read only when kept: the raw bytes, walked by _fields
         return msgspec.Raw | UnsetType, UNSET
+    if isinstance(node, Flags):  # any entry no string: the slow path says so
+        return list[str] | UnsetType, UNSET
     if isinstance(node, Obj):
         struct = _struct(node)[0]
         return (struct, None) if required else (struct | UnsetType, UNSET)
@@ -134,6 +136,10 @@ def _steps(node: Obj, var: str, *, interns: bool, depth: int = 0) -> list[str]:
             lines.append(f"if {attr}: {attr} = {{_intern(k): _intern(v) for k, v in {attr}.items()}}")
         elif isinstance(field, FieldSet):
             lines.append(f"if {attr} is not UNSET: {attr} = _fields({attr})")
+        elif isinstance(field, Flags):
+            lines.append(
+                f"if type({attr}) is list: {attr} = {_name('_flags', kept_flags(field))}({attr}) or UNSET"
+            )
         elif isinstance(field, Obj):
             lines += _object_steps(field, attr, interns=interns, depth=depth)
         elif isinstance(field, List):
