@@ -251,6 +251,16 @@ def test_a_controller_row_says_what_its_heartbeat_says_and_a_stuck_one_comes_aft
     ]
 
 
+def test_a_controller_whose_selector_cannot_be_read_says_whom_it_serves_is_unknown() -> None:
+    evaluation = incident()
+    kc = next(c for c in evaluation.controllers if c.up)
+    problem = "its --watch-label-selector='a in (x' cannot be read: a: unclosed '('"
+    evaluation.controllers = [replace(kc, scope=problem)]
+    assert [r[2:4] for r in rows(page(evaluation), "controllers")] == [
+        ["up, serves unknown objects", f"Available; {problem}"]
+    ]
+
+
 def test_a_revision_skew_is_highlighted() -> None:
     table = page(incident()).by_id("revisions").all("tr")[1:]
     assert [(tr.attrs.get("class"), tr.all("td")[0].text) for tr in table] == [

@@ -170,6 +170,13 @@ FINDING_TEXTS: Mapping[FindingType, tuple[str, str]] = {
         " others: a shard, label selector or watched namespace that excludes it). Its status is"
         " as old as its last reconcile.",
     ),
+    FindingType.SHARD_NOT_SERVED: (
+        "is served by no controller workload",
+        "Objects carry a sharding.fluxcd.io/key value (or none) that no running workload of their"
+        " controller selects with its --watch-label-selector: no shard of that key runs, and the"
+        " main controller excludes keyed objects. Nothing reconciles them; their status is a cached"
+        " report.",
+    ),
     FindingType.CONFLICTING_WRITERS: (
         "is rewritten in turn by writers that undo each other",
         "Two or more field managers keep rewriting it, each erasing or taking over fields another"

@@ -28,6 +28,9 @@ def controllers(found: Sequence[ControllerHealth], *, now: datetime) -> Iterable
         lines.append(row("th", ["Controller", "Workload", "State", "Reason", "Groups", "Since"]))
         for c in sorted(found, key=lambda c: (not _bad(c), c.up, c.name, subject_key(c.subject))):
             state, reason = _state(c, now)
+            if c.scope:  # its --watch-label-selector cannot be read: whom it serves is unknown
+                state += ', <span class="v-not-judged">serves unknown objects</span>'
+                reason = f"{reason}; {c.scope}" if reason else c.scope
             cells = [c.name, describe(c.subject), None, reason, ", ".join(c.groups), since(c.since, now)]
             lines.append(row("td", cells, raw={2: state}, css="bad" if _bad(c) else ""))
         lines.append("</table>")
