@@ -39,7 +39,7 @@ import yaml
 
 from tests.controlplane.harness import ControlPlane, free_port, http_ok, stop_process
 from tests.lab import manifests
-from tests.lab.manifests import CONTROLLERS, FAULT_LABEL, FAULT_MESSAGE, NAMESPACE
+from tests.lab.manifests import CONTROLLERS, FAULT_LABEL, FAULT_MESSAGE, NAMESPACE, WATCH_SELECTOR, lease_name
 
 HERE = Path(__file__).resolve().parent
 REPOSITORY = "lab"
@@ -172,6 +172,7 @@ class Lab:
             "--watch-all-namespaces=true",
             "--log-level=info",
             "--log-encoding=json",
+            f"--watch-label-selector={WATCH_SELECTOR}",
         ]
         if name == "source-controller":
             storage = self.workdir / "storage"
@@ -276,7 +277,7 @@ class Lab:
         return found
 
     def lease(self, controller: str) -> dict[str, Any]:
-        return self.get("leases.coordination.k8s.io", f"{controller}-leader-election")
+        return self.get("leases.coordination.k8s.io", lease_name(controller))
 
     def lease_holder(self, controller: str) -> str:
         """The pod name in the Lease's holderIdentity (controller-runtime writes hostname_uuid)."""

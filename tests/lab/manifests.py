@@ -8,6 +8,7 @@ only plays the kubelet that reports the pods' status.
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,16 @@ from typing import Any
 import yaml
 
 NAMESPACE = "flux-system"
+WATCH_SELECTOR = "!sharding.fluxcd.io/key"
+"""Every lab controller is a sharded install's main one: it leaves objects with a shard key out."""
+
+
+def lease_name(controller: str) -> str:
+    """The Lease a Flux controller started with --watch-label-selector takes: fluxcd/pkg's
+    leaderelection.GenerateID, `<name>-leader-election-` + the first 8 hex of the selector's SHA-256."""
+    return f"{controller}-leader-election-{hashlib.sha256(WATCH_SELECTOR.encode()).hexdigest()[:8]}"
+
+
 NODE = "lab-node-0"
 CONTROLLERS = ("source-controller", "kustomize-controller", "helm-controller")
 # break_pod() puts this label (value: the waiting reason) and annotation (the message) on a pod;
@@ -52,6 +63,7 @@ def _args(name: str) -> list[str]:
         "--log-level=info",
         "--log-encoding=json",
         "--enable-leader-election",
+        f"--watch-label-selector={WATCH_SELECTOR}",
     ]
     if name == "source-controller":
         args += [

@@ -258,6 +258,10 @@ DUE_WINDOWS: dict[str, tuple[dict[str, Any], timedelta]] = {
         flux("HelmChart", group="source.toolkit.fluxcd.io/v1", interval="10m"),
         timedelta(minutes=10 + 1 + 1),
     ),
+    "an_object_never_reconciled_has_no_retry_backoff_to_wait_for (no Ready condition at all)": (
+        {**flux(interval="10m"), "status": {}},
+        WINDOW,
+    ),
 }
 
 
