@@ -294,15 +294,14 @@ class Claim:
     `name` is None when no ControllerSpec claims the kind. Of the spec's visible workloads
     (several: shards, rules/shards.py), the one serving the object: `beat` names an up one (its
     heartbeat key), `down` is set when the workloads selecting it are all down, `unserved` when
-    none selects it, `unknown` says why it is not known (a selector that cannot be read). A
-    controller with no visible workload is unknown (we cannot see it), never down.
+    none selects it; none of the three when that is not known (a selector that cannot be read).
+    A controller with no visible workload is unknown (we cannot see it), never down.
     """
 
     name: str | None
     down: ControllerState | None = None
     beat: str | None = None
     unserved: Unserved | None = None
-    unknown: str = ""
 
 
 class Claims:
@@ -359,7 +358,7 @@ class Claims:
 
 
 def _served(name: str, states: Sequence[ControllerState], labels: Mapping[str, str]) -> Claim:
-    up, down, unknown, unserved = serving(states, labels)
+    up, down, unserved = serving(states, labels)
     if up is not None:
         return Claim(name, beat=beat_name(up))
     if down is not None:
@@ -367,7 +366,7 @@ def _served(name: str, states: Sequence[ControllerState], labels: Mapping[str, s
     if unserved is not None:  # judged against an up workload's read, which has no series of it
         first = next((s for s in states if s.health.up), states[0])
         return Claim(name, beat=beat_name(first), unserved=unserved)
-    return Claim(name, unknown=unknown)
+    return Claim(name)
 
 
 def is_gitops(specs: Iterable[ControllerSpec], group: str, kind: str) -> bool:

@@ -7,8 +7,8 @@ convention: the main controller excludes keyed objects (`!sharding.fluxcd.io/key
 the workloads whose selector matches its labels (no flag: every object), and:
 
 - by an up one: that workload is its controller (its liveness, its heartbeat);
-- else, when a workload's selector cannot be read: which one serves it is unknown (`unknown`
-  says why), never "everything" and never "nobody";
+- else, when a workload's selector cannot be read: which one serves it is unknown (that
+  workload's ControllerHealth.scope says why), never "everything" and never "nobody";
 - else by a down one: that workload's ControllerDown is its root;
 - else by none: ShardNotServed, a root naming the shard key value (`Unserved`).
 
@@ -126,20 +126,19 @@ def beat_name(state: ControllerState) -> str:
 
 def serving(
     states: Sequence[ControllerState], labels: Mapping[str, str]
-) -> tuple[ControllerState | None, ControllerState | None, str, Unserved | None]:
-    """Of one controller's workload verdicts (in key order, at least one), the one serving an
-    object with `labels`: (up one, down one, why unknown, unserved); one of them is set."""
+) -> tuple[ControllerState | None, ControllerState | None, Unserved | None]:
+    """Of one controller's workload verdicts (in key order, at least one), what serves an object
+    with `labels`: (an up one, else a down one, else unserved); all None: not known (a workload
+    whose selector cannot be read may select it; its ControllerHealth.scope says why)."""
     selects = [(state, state.scope.selects(labels)) for state in states]
     up = next((s for s, yes in selects if yes and s.health.up), None)
     if up is not None:
-        return up, None, "", None
-    unreadable = [s for s, yes in selects if yes is None]
-    if unreadable:
-        named = ", ".join(f"{beat_name(s)} ({s.scope.problem})" for s in unreadable)
-        return None, None, f"which workload serves it is unknown: {named}", None
+        return up, None, None
+    if any(yes is None for _, yes in selects):
+        return None, None, None
     down = next((s for s, yes in selects if yes), None)
     if down is not None:
-        return None, down, "", None
+        return None, down, None
     first = states[0]
     unserved = Unserved(
         first.spec.name,
@@ -147,4 +146,4 @@ def serving(
         first.health.subject["namespace"],
         tuple(f"{beat_name(s)}: {s.scope.said()}" for s in states),
     )
-    return None, None, "", unserved
+    return None, None, unserved
