@@ -5,7 +5,9 @@ thresholds) <- Prometheus (scrapes it every second, evaluates the generated rule
 Alertmanager (alerts/alertmanager.example.yaml, receivers rewritten to a local webhook).
 
 Each incident is enacted once, in its own namespace, by writing objects and their status as
-the controllers would; whichever test needs it first enacts it, so any one test can run alone.
+the controllers would (and serving a controller's /metrics from the test process, which
+stalewatch reads every second: stuck_controller.py); whichever test needs it first enacts it, so
+any one test can run alone.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import ExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -93,6 +95,8 @@ class Rig:
     log: Path
     namespaces: dict[str, str]
     """Incident id -> its namespace."""
+    running: ExitStack
+    """The module's: what an incident runs in the test process stops with the stack."""
     enacted: dict[str, Incident] = field(default_factory=dict)
     started: set[str] = field(default_factory=set)
     panels_with_data: dict[PanelQuery, list[str]] = field(default_factory=dict)
@@ -109,6 +113,8 @@ class Rig:
             return ns, self.enacted[incident_id]
         self._begin(f"enacting {incident_id} in {ns}")
         incident = INCIDENTS[incident_id](ns)
+        for run in incident.running:
+            self.running.enter_context(run())
         objects = incident.setup(ns)
         for obj in objects:
             await self.kube.create(obj)

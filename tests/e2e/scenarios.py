@@ -12,12 +12,15 @@ In the writers incident two field managers PUT the same Kustomization in turn
 (ConflictingWriters, its own root), which feeds the dashboard's writers panel. In the CRD
 incident one Kustomization's inventory starts listing the Terraform CRD while tofu-controller
 was deployed by another (CRDOwnershipRisk, about a cluster-scoped object), which feeds the
-dashboard's CRD panels.
+dashboard's CRD panels. In the helm-controller incident the controller is up and stops
+reconciling (ControllerStuck; stuck_controller.py serves its /metrics from the test process), which
+feeds the dashboard's heartbeat panels.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -35,6 +38,7 @@ from tests.app.test_incidents import (
     stuck_reconciling,
 )
 from tests.app.test_incidents import tofu_setup as tofu_and_terraforms
+from tests.e2e.stuck_controller import HC, RELEASES, StuckHelmController
 from tests.kube.objects import (
     API,
     ago,
@@ -94,6 +98,9 @@ class Incident:
     summary: str
     """The root alert's summary annotation, with {ns} for the namespace."""
     symptoms: Sequence[Alert] = ()
+    running: Sequence[Callable[[], AbstractContextManager[object]]] = ()
+    """What must run in the test process from before setup to the module's end (a controller's
+    /metrics server)."""
 
 
 def _inventory(ns: str, names: Sequence[str]) -> Obj:
@@ -473,6 +480,22 @@ def replicaset_cannot_create_pods(ns: str) -> Incident:
     )
 
 
+def helm_controller_stuck(ns: str) -> Incident:
+    """helm-controller up (Deployment available, Pod Ready, Lease held) and seen reconciling, then
+    reconciling nothing (stuck_controller.py): ControllerStuck, both HelmReleases NotReconciling
+    under it. Its heartbeat feeds the dashboard's heartbeat-age and overdue panels."""
+    controller = StuckHelmController(ns)
+    return Incident(
+        setup=controller.setup,
+        acts=[controller.reconciling, controller.stuck],
+        root=Alert("StalewatchControllerStuck", "Deployment", HC),
+        receiver="pager",
+        summary=f"Deployment {{ns}}/{HC} is up but not reconciling",
+        symptoms=[Alert("StalewatchNotReconciling", "HelmRelease", name) for name in RELEASES],
+        running=[controller.serving],
+    )
+
+
 INCIDENTS: dict[str, Callable[[str], Incident]] = {
     "tofu-controller-image-pull-backoff": tofu_controller_down,
     "reconciling-left-true-on-a-live-controller": reconciling_left_true,
@@ -482,5 +505,6 @@ INCIDENTS: dict[str, Callable[[str], Incident]] = {
     "conflicting-writers": conflicting_writers,
     "crd-ownership-risk": crd_ownership_risk,
     "replicaset-cannot-create-pods": replicaset_cannot_create_pods,
+    "helm-controller-stuck": helm_controller_stuck,
 }
 """Built when enacted, so every timestamp in them is of the test's own time."""

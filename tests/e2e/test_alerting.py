@@ -28,6 +28,7 @@ from tests.e2e.rig import (
     run_args,
 )
 from tests.e2e.scenarios import INCIDENTS
+from tests.e2e.stuck_controller import heartbeat_args
 from tests.export.promstack import process_running, prom_stack_running
 from tests.kube.support import poll
 from tests.kubeclient import Kube
@@ -55,7 +56,10 @@ async def rig(
     kubeconfig.write_text(
         control_plane.kubeconfig.read_text().replace(control_plane.url, f"https://127.0.0.1:{proxy.port}")
     )
-    args = run_args(kubeconfig=kubeconfig, listen=listen, namespaces=list(namespaces.values()))
+    args = [
+        *run_args(kubeconfig=kubeconfig, listen=listen, namespaces=list(namespaces.values())),
+        *heartbeat_args(),
+    ]
     try:
         with ExitStack() as running:
             running.enter_context(proxy.serving())
@@ -69,7 +73,7 @@ async def rig(
                     external_labels={"cluster": CLUSTER},
                 )
             )
-            yield Rig(kube, stack, proxy, f"http://{listen}", log, namespaces)
+            yield Rig(kube, stack, proxy, f"http://{listen}", log, namespaces, running)
     finally:
         for ref in refs:
             await kube.delete(ref)
