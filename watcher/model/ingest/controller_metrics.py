@@ -78,10 +78,16 @@ _OPTIONAL = frozenset({"namespace", "priority"})
 
 _NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+_PLAIN_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"\\]*)"')
+_PAIR = r'[a-zA-Z_][a-zA-Z0-9_]*="[^"\\]*"'
+_PLAIN_LABELS = re.compile(rf"\{{(?:{_PAIR}(?:,{_PAIR})*,?)?\}}")
+"""A label set with no blank and no escape, which `_labels` reads with these instead of by character
+(a duplicate label or an overlong value still goes the strict way, which names it)."""
 _TYPES = frozenset({"counter", "gauge", "histogram", "summary", "untyped"})
 _ESCAPES = {"\\": "\\", '"': '"', "n": "\n"}
 _TIMESTAMP = re.compile(r"-?\d+")
 _BLANK = " \t"
+_BLANK_OR_CR = _BLANK + "\r"
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,8 +166,9 @@ def parse_controller_metrics(
         return Unreadable(f"the exposition is not UTF-8 text (byte {error.start})")
     reading = _Reading()
     samples = 0
+    name_of = _NAME.match
     for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip(_BLANK + "\r"):
+        if not line.strip(_BLANK_OR_CR):
             continue
         if line.startswith("#"):
             _comment(reading, number, line)
@@ -169,7 +176,10 @@ def parse_controller_metrics(
         samples += 1
         if samples > max_series:
             return Unreadable(f"the exposition has more than {max_series} samples")
-        _sample(reading, number, line.rstrip("\r"))
+        name = name_of(line)
+        if name is not None and name.group() not in FAMILIES:
+            continue  # the bulk (go_*, histogram buckets): never decoded, so never misread
+        _sample(reading, number, line.rstrip("\r"), name)
     if RECONCILE_TOTAL not in reading.series:
         return Unreadable(f"no {RECONCILE_TOTAL} series: not a controller-runtime metrics endpoint")
     return _assemble(reading)
@@ -187,14 +197,12 @@ def _comment(reading: _Reading, number: int, line: str) -> None:
         reading.problem(number, f"TYPE of {parts[1]} is not one of {', '.join(sorted(_TYPES))}")
 
 
-def _sample(reading: _Reading, number: int, line: str) -> None:
-    name_match = _NAME.match(line)
+def _sample(reading: _Reading, number: int, line: str, name_match: re.Match[str] | None) -> None:
+    """A sample line of a family read (`name_match`: its name, None when it has none)."""
     if name_match is None:
         reading.problem(number, "a sample line that does not start with a metric name")
         return
     name = name_match.group()
-    if name not in FAMILIES:
-        return  # the bulk (go_*, histogram buckets): never decoded, so never misread
     labels, rest = _labels(line, name_match.end())
     if labels is not None:
         missing = [label for label in _KEYS[name] if label not in labels and label not in _OPTIONAL]
@@ -215,6 +223,13 @@ def _labels(line: str, at: int) -> tuple[dict[str, str] | None, str]:
     labels: dict[str, str] = {}
     if at >= len(line) or line[at] != "{":
         return labels, line[at:]
+    plain = _PLAIN_LABELS.match(line, at)
+    if plain is not None:  # as controllers write them: no blank, no escape (the strict reading's result)
+        pairs = _PLAIN_LABEL.findall(line, at, plain.end())
+        labels = dict(pairs)
+        if len(labels) == len(pairs) and all(len(value) <= MAX_LABEL_VALUE for _, value in pairs):
+            return labels, line[plain.end() :]
+        labels = {}
     at += 1
     while True:
         at = _skip_blank(line, at)
@@ -251,6 +266,9 @@ def _skip_blank(line: str, at: int) -> int:
 def _quoted(line: str, at: int) -> tuple[str | None, int]:
     """A label value after its opening quote: only \\\\, \\" and \\n are escapes (format 0.0.4);
     None past MAX_LABEL_VALUE characters."""
+    end = line.find('"', at, at + MAX_LABEL_VALUE + 1)
+    if end >= 0 and line.find("\\", at, end) < 0:  # no escape: the value as it stands (the usual case)
+        return line[at:end], end + 1
     out: list[str] = []
     while at < len(line) and len(out) <= MAX_LABEL_VALUE:
         char = line[at]
