@@ -19,8 +19,10 @@ from tests.model.builders import FLUX_NS, MIN, NOW, Obj, controller_down, flux, 
 from watcher.model.engine import HealthModel
 from watcher.model.evaluation import Evaluation
 from watcher.model.ingest.controller_metrics import ControllerMetrics, Unreadable, parse_controller_metrics
+from watcher.model.ingest.objects import key_of
 from watcher.model.ingest.projection import project
-from watcher.model.types import ControllerHealth, FindingType, HeartbeatState
+from watcher.model.store.beats import HeartbeatTracker
+from watcher.model.types import ControllerHealth, FindingType, HeartbeatState, ModelConfig
 
 KC = "kustomize-controller"
 S30 = timedelta(seconds=30)
@@ -255,3 +257,16 @@ def test_a_stuck_controller_that_goes_down_is_controller_down_and_no_longer_stuc
     model.heartbeat(KC, at=later, read=unchanged(*NAMES)(0))
     evaluation = model.evaluate(later)
     assert {f.type for f in evaluation.findings} == {FindingType.CONTROLLER_DOWN, FindingType.STATUS_STALE}
+
+
+def test_objects_with_one_due_window_share_one_record_of_it_not_one_each() -> None:
+    tracker = HeartbeatTracker(ModelConfig())
+    tracker.read(KC, at=NOW, read=metrics(dict.fromkeys(NAMES, 1)))
+    keys = [key_of(project(kustomization(name))) for name in NAMES]
+    for key, name in zip(keys, NAMES, strict=True):
+        tracker.judge(key, project(kustomization(name)), KC, now=NOW)
+    records = {id(tracker._window_of[key]) for key in keys}
+    assert len(records) == 1
+    for key in keys:
+        tracker.forget(key)
+    assert tracker._pairs == {}  # a window no object has any more is not kept

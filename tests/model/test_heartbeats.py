@@ -190,3 +190,20 @@ def test_only_the_reconcilers_own_queues_count_not_a_librarys() -> None:
     beats.read(KC, at=T0, samples=metrics(depth=0, longest=4))
     beat = beats.controller(KC, now=T0, stale_after=STALE)
     assert (beat.depth, beat.longest_running_seconds) == (0, 4)
+
+
+def test_the_objects_of_one_kind_and_namespace_hold_its_kind_and_namespace_once() -> None:
+    # each parsed line's labels are new strings; 10k objects would hold 20k copies of a few words
+    parsed = parse_controller_metrics(
+        'controller_runtime_reconcile_total{controller="kustomization",result="success"} 2\n'
+        + "".join(
+            f'gotk_reconcile_duration_seconds_count{{kind="Kustomization",name="{n}",namespace="apps"}} 1\n'
+            for n in ("a", "b")
+        )
+    )
+    assert isinstance(parsed, ControllerMetrics)
+    beats = Heartbeats()
+    beats.read(KC, at=T0, samples=parsed)
+    first, second = beats._controllers[KC].objects
+    assert first[0] is second[0]
+    assert first[1] is second[1]

@@ -78,6 +78,7 @@ class HeartbeatTracker:
         """Whether any read came at all: until then no controller's heartbeat is judged."""
         self._windows: dict[str, Counter[timedelta]] = defaultdict(Counter)
         self._window_of: dict[Key, tuple[str, timedelta]] = {}
+        self._pairs: dict[tuple[str, timedelta], tuple[str, timedelta]] = {}
         self._overdue: dict[str, set[Key]] = defaultdict(set)
         self._liveness: dict[str, Liveness] = {}
         self._workload: dict[str, ControllerState] = {}
@@ -190,6 +191,8 @@ class HeartbeatTracker:
     def _file(self, key: Key, controller: str | None, window: timedelta | None, *, overdue: bool) -> None:
         old = self._window_of.get(key)
         new = (controller, window) if controller is not None and window is not None else None
+        if new is not None:  # a few distinct windows per controller: each pair held once, not per object
+            new = self._pairs.setdefault(new, new)
         if old != new:
             for entry, step in ((old, -1), (new, 1)):
                 if entry is not None:
@@ -198,6 +201,7 @@ class HeartbeatTracker:
                     counts[entry[1]] += step
                     if counts[entry[1]] <= 0:
                         del counts[entry[1]]
+                        self._pairs.pop(entry, None)
                     if _bounds(counts) != bounds:
                         self._dirty.add(entry[0])
             if new is None:

@@ -24,6 +24,7 @@ Pure: reads and moments in, `ControllerBeat`/`ObjectBeat` (declared with the rul
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -210,6 +211,7 @@ def _objects(
         else:
             moved = restarted or (value is not None and series.value is not None and value != series.value)
         if series is None:
+            ref = (sys.intern(ref[0]), sys.intern(ref[1]), ref[2])  # kinds and namespaces: held once each
             state.objects[ref] = _Series(value=value, first_seen=at, moved_at=at if moved else None)
             state.changed.add(ref)
         else:
