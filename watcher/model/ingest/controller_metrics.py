@@ -22,6 +22,7 @@ prometheus_client's parser is not used: it takes NaN as a value, and the model i
 
 from __future__ import annotations
 
+import io
 import math
 import re
 from collections.abc import Mapping
@@ -87,7 +88,7 @@ _TYPES = frozenset({"counter", "gauge", "histogram", "summary", "untyped"})
 _ESCAPES = {"\\": "\\", '"': '"', "n": "\n"}
 _TIMESTAMP = re.compile(r"-?\d+")
 _BLANK = " \t"
-_BLANK_OR_CR = _BLANK + "\r"
+_BLANK_OR_EOL = _BLANK + "\r\n"
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,8 +168,9 @@ def parse_controller_metrics(
     reading = _Reading()
     samples = 0
     name_of = _NAME.match
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip(_BLANK_OR_CR):
+    # one line at a time: a list of 130k lines (10k objects' histograms) would be the read's peak
+    for number, line in enumerate(io.StringIO(text, newline="\n"), start=1):
+        if not line.strip(_BLANK_OR_EOL):
             continue
         if line.startswith("#"):
             _comment(reading, number, line)
@@ -179,7 +181,7 @@ def parse_controller_metrics(
         name = name_of(line)
         if name is not None and name.group() not in FAMILIES:
             continue  # the bulk (go_*, histogram buckets): never decoded, so never misread
-        _sample(reading, number, line.rstrip("\r"), name)
+        _sample(reading, number, line.rstrip("\r\n"), name)
     if RECONCILE_TOTAL not in reading.series:
         return Unreadable(f"no {RECONCILE_TOTAL} series: not a controller-runtime metrics endpoint")
     return _assemble(reading)
