@@ -268,9 +268,6 @@ def _skip_blank(line: str, at: int) -> int:
 def _quoted(line: str, at: int) -> tuple[str | None, int]:
     """A label value after its opening quote: only \\\\, \\" and \\n are escapes (format 0.0.4);
     None past MAX_LABEL_VALUE characters."""
-    end = line.find('"', at, at + MAX_LABEL_VALUE + 1)
-    if end >= 0 and line.find("\\", at, end) < 0:  # no escape: the value as it stands (the usual case)
-        return line[at:end], end + 1
     out: list[str] = []
     while at < len(line) and len(out) <= MAX_LABEL_VALUE:
         char = line[at]
