@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -207,28 +208,34 @@ def test_a_controller_never_read_is_unknown_once_heartbeats_are_read() -> None:
     assert "never read" in source.heartbeat.detail
 
 
-def test_a_read_judges_again_only_the_objects_whose_counter_moved(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_read_judges_again_only_the_heartbeat_of_the_objects_whose_counter_moved(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A read re-judges the heartbeat of what it changed, and no object's other rules."""
     model = HealthModel()
     for obj in [*flux(leases=False), *(kustomization(f"k{i}") for i in range(50))]:
         model.upsert(project(obj), now=NOW)
     counts = {f"k{i}": 1 for i in range(50)}
     model.heartbeat(KC, at=NOW, read=metrics(counts))
     model.evaluate(NOW)
-    judged: list[str] = []
-    original = HealthModel._refresh_object
+    judged: dict[str, list[str]] = {"_refresh_object": [], "_refresh_beat": []}
+    for name, calls in judged.items():
+        original = getattr(HealthModel, name)
 
-    def counting(self: HealthModel, key: object, now: datetime) -> None:
-        judged.append(key.name)  # type: ignore[attr-defined]
-        original(self, key, now)  # type: ignore[arg-type]
+        def counting(
+            self: HealthModel, key: Any, now: datetime, *, _o: Any = original, _c: Any = calls
+        ) -> None:
+            _c.append(key.name)
+            _o(self, key, now)
 
-    monkeypatch.setattr(HealthModel, "_refresh_object", counting)
+        monkeypatch.setattr(HealthModel, name, counting)
     model.heartbeat(KC, at=NOW + S30, read=metrics({**counts, "k7": 2}))
     model.evaluate(NOW + S30)
-    assert judged == ["k7"]
-    judged.clear()
+    assert judged == {"_refresh_object": [], "_refresh_beat": ["k7"]}
+    judged["_refresh_beat"].clear()
     model.heartbeat(KC, at=NOW + 2 * S30, read=metrics({**counts, "k7": 2}))
     model.evaluate(NOW + 2 * S30)
-    assert judged == []
+    assert judged == {"_refresh_object": [], "_refresh_beat": []}
 
 
 def test_the_lab_recording_of_a_controller_that_stops_reconciling_is_one_stuck_root() -> None:

@@ -55,7 +55,7 @@ from watcher.model.ingest.objects import Key, dig, key_of, labels_of, subject_of
 from watcher.model.ingest.packed import Packed
 from watcher.model.ingest.quarantine import SetAside, Step, rule_failed
 from watcher.model.rules.context import Ctx
-from watcher.model.rules.controllers import ControllerState
+from watcher.model.rules.controllers import Claim, ControllerState
 from watcher.model.rules.metrics_targets import MetricsTarget
 from watcher.model.rules.rows import judge, unjudged
 from watcher.model.rules.shards import beat_name
@@ -68,7 +68,14 @@ from watcher.model.store.satellites import Filed, Satellites
 from watcher.model.store.table import SortedTable
 from watcher.model.store.tracking import ControllerTracker
 from watcher.model.store.unserved import UnservedShards
-from watcher.model.types import ControllerHealth, Finding, ModelConfig, ObjectHealth, RevisionInfo
+from watcher.model.types import (
+    ControllerHealth,
+    Finding,
+    FindingType,
+    ModelConfig,
+    ObjectHealth,
+    RevisionInfo,
+)
 
 _POD = key_of_kind(Track.POD)
 
@@ -77,6 +84,9 @@ _POD = key_of_kind(Track.POD)
 class _Local:
     findings: list[Finding]
     deadline: datetime | None
+    """The earliest of the rules' deadline and the heartbeat's recheck."""
+    rules_deadline: datetime | None
+    """The rules' own (ctx.pending): a heartbeat-only refresh keeps it and judges the rest."""
 
 
 def evaluate(objects: Iterable[Mapping[str, Any]], *, now: datetime, config: ModelConfig) -> Evaluation:
@@ -99,6 +109,9 @@ class HealthModel:
         self._satellites = Satellites()
         self._correlation = Correlation([])
         self._dirty: set[Key] = set()
+        self._beat_dirty: set[Key] = set()
+        """Objects only a heartbeat read changed: their heartbeat judged again, not their rules
+        (a controller's first read or restart touches every object it reconciles)."""
         self._controllers = ControllerTracker(self._config, self._store)
         self._rules = ClusterRules(self._config, self._store, running=self._controllers.running)
         self._objects_due = Deadlines()
@@ -325,12 +338,12 @@ class HealthModel:
             if not claims.is_gitops(group, kind) or claims.claim(group, kind).name not in specs:
                 continue
             if whole:
-                self._dirty.update(self._store.raw_of_kind(group, kind))
+                self._beat_dirty.update(self._store.raw_of_kind(group, kind))
                 continue
             for ref in refs:
                 key = Key(group, kind, ref[1], ref[2])
                 if ref[0] == kind and self._store.raw(key) is not None:
-                    self._dirty.add(key)
+                    self._beat_dirty.add(key)
 
     # -- Time ----------------------------------------------------------------------------------
 
@@ -363,6 +376,10 @@ class HealthModel:
         for key in dirty:
             self._refresh_object(key, now)
             self._store.pack(key)
+        beat_dirty, self._beat_dirty = self._beat_dirty, set()
+        for key in beat_dirty:
+            if key not in dirty:
+                self._refresh_beat(key, now)
         if self._beats.refresh(now) or self._shards.changed:
             self._recheck = True
         controllers = self._controllers.visible()
@@ -489,11 +506,41 @@ class HealthModel:
             self._unjudged[key] = (key.group, key.kind)
         else:
             self._unjudged.pop(key, None)
-        deadline = min(ctx.pending, default=None)
+        rules_deadline = min(ctx.pending, default=None)
         if gitops:
-            beat = claim.beat if claim is not None else None
-            own = claim is not None and claim.unserved is None
-            overdue, recheck = self._beats.judge(key, obj, beat, own=own, now=now)
+            self._health.set(key, health)
+            self._revisions.set(key, revision)
+        self._file_local(key, obj, findings, rules_deadline, claim=claim, now=now)
+
+    def _refresh_beat(self, key: Key, now: datetime) -> None:
+        """Judge again only the object's heartbeat: its rules' findings and deadline are kept."""
+        obj = self._store.get(key)
+        if obj is None:
+            return
+        previous = self._local.get(key)
+        kept = previous.findings if previous is not None else []
+        findings = [f for f in kept if f.type is not FindingType.NOT_RECONCILING]
+        claim = self._controllers.claims.claim(key.group, key.kind, labels_of(obj))
+        self._file_local(
+            key, obj, findings, previous.rules_deadline if previous else None, claim=claim, now=now
+        )
+
+    def _file_local(
+        self,
+        key: Key,
+        obj: Mapping[str, Any],
+        findings: list[Finding],
+        rules_deadline: datetime | None,
+        *,
+        claim: Claim | None,
+        now: datetime,
+    ) -> None:
+        """The object's local candidates: its rules' `findings`, then its heartbeat's (GitOps
+        kinds, by `claim`); filed for correlation and scheduled for their earliest deadline."""
+        deadline = rules_deadline
+        if claim is not None:
+            own = claim.unserved is None
+            overdue, recheck = self._beats.judge(key, obj, claim.beat, own=own, now=now)
             if overdue is not None:
                 findings = [*findings, overdue]
             if recheck is not None and (deadline is None or recheck < deadline):
@@ -502,13 +549,10 @@ class HealthModel:
         if findings != (previous.findings if previous is not None else []):
             self._candidate_changed(key, findings)
         if findings or deadline is not None:
-            self._local[key] = _Local(findings, deadline)
+            self._local[key] = _Local(findings, deadline, rules_deadline)
         else:
             self._local.pop(key, None)
         self._objects_due.schedule(key, deadline)
-        if gitops:
-            self._health.set(key, health)
-            self._revisions.set(key, revision)
 
     def _candidate_changed(self, key: Key, findings: list[Finding]) -> None:
         """File the key's new candidates as a satellite or for correlation; a satellite that

@@ -22,6 +22,7 @@ are declared here because rules sit below the store.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -157,6 +158,11 @@ class Verdict:
     recheck_at: datetime | None = None
     """When the verdict changes with no new read (a quiet object becoming due), else None."""
     evidence: dict[str, Any] = field(default_factory=dict)
+    """What an alarm shows; a quiet object's verdict carries none (nothing reads it, and every
+    object of a controller is judged again on its first read)."""
+    window: timedelta | None = None
+    """The object's due window when it was computed (NotReconciling), so its caller need not
+    compute it again."""
 
 
 _DEFAULT_TIMEOUTS: Mapping[tuple[str, str], timedelta] = {
@@ -173,28 +179,54 @@ _KUSTOMIZATION_TIMEOUT_FLOOR = timedelta(seconds=30)
 
 def due_window(obj: Mapping[str, Any], thresholds: HeartbeatThresholds) -> timedelta | None:
     """How long the object's counter may rest: None when its interval cannot be read."""
-    interval = parse_duration(dig(obj, "spec", "interval"))
+    interval, timeout = dig(obj, "spec", "interval"), dig(obj, "spec", "timeout")
+    ready = condition(obj, "Ready")
+    return _window(
+        text(obj, "apiVersion").partition("/")[0],
+        text(obj, "kind"),
+        interval if isinstance(interval, str) else None,  # a duration is text (and a cache key)
+        timeout if isinstance(timeout, str) else None,
+        # A failed reconcile (Ready=False) is retried on Flux's exponential back-off; one never
+        # reconciled (no Ready yet) or in progress (Unknown) is not backing off: the interval holds.
+        failed=ready is not None and ready.get("status") == "False",
+        thresholds=thresholds,
+    )
+
+
+@functools.lru_cache(maxsize=1024)
+def _window(
+    group: str,
+    kind: str,
+    interval_text: Any,
+    timeout_text: Any,
+    *,
+    failed: bool,
+    thresholds: HeartbeatThresholds,
+) -> timedelta | None:
+    """A few distinct (kind, interval, timeout) per cluster: computed once each, not per object
+    per read (a controller's first read judges every object it reconciles)."""
+    interval = parse_duration(interval_text)
     if interval is None or interval <= timedelta(0):
         return None
-    # A failed reconcile (Ready=False) is retried on Flux's exponential back-off; one never
-    # reconciled (no Ready yet) or in progress (Unknown) is not backing off: the interval holds.
-    ready = condition(obj, "Ready")
-    failed = ready is not None and ready.get("status") == "False"
     gap = max(interval, thresholds.retry_backoff_cap) if failed else interval
-    return gap + _timeout(obj, interval) + thresholds.slack + interval * thresholds.jitter_fraction
+    return (
+        gap
+        + _timeout(group, kind, interval, timeout_text)
+        + thresholds.slack
+        + interval * thresholds.jitter_fraction
+    )
 
 
-def _timeout(obj: Mapping[str, Any], interval: timedelta) -> timedelta:
-    group = text(obj, "apiVersion").partition("/")[0]
-    written = parse_duration(dig(obj, "spec", "timeout"))
-    if (group, text(obj, "kind")) == (KUSTOMIZE_GROUP, "Kustomization"):
+def _timeout(group: str, kind: str, interval: timedelta, timeout_text: str | None) -> timedelta:
+    written = parse_duration(timeout_text)
+    if (group, kind) == (KUSTOMIZE_GROUP, "Kustomization"):
         # kustomize-controller's GetTimeout: spec.timeout, else interval - 30s; never under 30s
         return max(
             written if written is not None else interval - timedelta(seconds=30), _KUSTOMIZATION_TIMEOUT_FLOOR
         )
     if written is not None:
         return written
-    return _DEFAULT_TIMEOUTS.get((group, text(obj, "kind")), timedelta(0))
+    return _DEFAULT_TIMEOUTS.get((group, kind), timedelta(0))
 
 
 def _not_periodic(obj: Mapping[str, Any]) -> bool:
@@ -281,6 +313,10 @@ def not_reconciling(
         starts.append(time_at(obj, "metadata", "creationTimestamp"))
     reference = max((t for t in starts if t is not None), default=now)
     due = reference + window
+    if now <= due:
+        return Verdict(
+            rule, Outcome.QUIET, Reason.WITHIN_WINDOW, "Within its due window.", recheck_at=due, window=window
+        )
     evidence = {
         "controller": controller.controller,
         "interval": text(obj, "spec", "interval"),
@@ -288,15 +324,6 @@ def not_reconciling(
         "last_reconciled": rfc3339(beat.moved_at),
         "watched_since": rfc3339(controller.watched_since),
     }
-    if now <= due:
-        return Verdict(
-            rule,
-            Outcome.QUIET,
-            Reason.WITHIN_WINDOW,
-            "Within its due window.",
-            recheck_at=due,
-            evidence=evidence,
-        )
     seen = (
         f"last seen reconciled at {rfc3339(beat.moved_at)}"
         if beat.moved_at is not None
@@ -311,6 +338,7 @@ def not_reconciling(
             f"past its interval {evidence['interval']} + timeout + slack ({evidence['window']}).",
             since=due,
             evidence=evidence,
+            window=window,
         )
     return Verdict(
         rule,
@@ -321,6 +349,7 @@ def not_reconciling(
         "a shard, label selector or watched namespace that excludes it?",
         since=due,
         evidence=evidence,
+        window=window,
     )
 
 

@@ -169,7 +169,11 @@ class HeartbeatTracker:
             now=now,
             thresholds=self._thresholds,
         )
-        window = None if verdict.reason in _NOT_DUE or not own else due_window(obj, self._thresholds)
+        window = (
+            None
+            if verdict.reason in _NOT_DUE or not own
+            else verdict.window or due_window(obj, self._thresholds)  # judged before its window
+        )
         self._file(key, controller if own else None, window, overdue=own and verdict.outcome is Outcome.ALARM)
         if verdict.outcome is not Outcome.ALARM:
             return None, verdict.recheck_at
