@@ -428,7 +428,7 @@ async def _read_rounds(targets: list[Any], *, repeat: int, reader: Any, telemetr
     delivered: list[Any] = []
     out = []
     async with reader(
-        lambda: targets, lambda c, r: delivered.append(r), telemetry(), interval=30.0, timeout=30.0
+        lambda: targets, lambda c, r, at=None: delivered.append(r), telemetry(), interval=30.0, timeout=30.0
     ) as read:
         for _ in range(repeat):
             delivered.clear()
