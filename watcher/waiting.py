@@ -320,6 +320,7 @@ async def wait_for(
             blind=Blind(reason, blind_since) if reason and blind_since is not None else None,
             blind_window=limits.blind,
             served=set(telemetry.kinds),
+            forbidden={kind for kind, stats in telemetry.kinds.items() if stats.forbidden},
             heard=asked.result() if asked is not None and asked.done() else None,
         )
 

@@ -49,6 +49,7 @@ def verdict(
     grace: timedelta = timedelta(minutes=1),
     blind: Blind | None = None,
     served: set[tuple[str, str]] | None = None,
+    forbidden: set[tuple[str, str]] | None = None,
     heard: datetime | None = NOW,
 ) -> Verdict:
     """judge() over the model fed `objects`, as the wait's loop calls it; by default the API
@@ -68,6 +69,7 @@ def verdict(
         grace=grace,
         blind=blind,
         served=served,
+        forbidden=forbidden or (),
         heard=heard,
     )
 
@@ -293,6 +295,25 @@ def test_a_child_of_a_kind_not_served_is_unknown_and_never_converged() -> None:
     assert found.objects[1].reason == (
         "not judged: Terraform.infra.contrib.fluxcd.io is not served by this API server "
         "(is its CRD installed?)"
+    )
+
+
+def test_a_child_of_a_kind_stalewatch_may_not_list_is_unknown_never_not_created_yet() -> None:
+    """A Certificate the Kustomization applied, in a cluster where stalewatch's account gets 403
+    on Certificates: the wait cannot say it is missing, only that it cannot look."""
+    cert = entry(NS, "web-tls", "Certificate", "cert-manager.io")
+    kinds = {
+        (KS, "Kustomization"),
+        ("source.toolkit.fluxcd.io", "GitRepository"),
+        ("cert-manager.io", "Certificate"),
+    }
+    forbidden = {("cert-manager.io", "Certificate")}
+    stack_ = [source(NS, REV_B), kustomization(NS, "apps", applied(REV_B, cert))]
+    found = verdict(stack_, served=kinds, forbidden=forbidden)
+    assert (found.outcome, found.objects[1].state) == (Outcome.WAITING, State.UNKNOWN)
+    assert (
+        found.objects[1].reason
+        == "not judged: stalewatch may not list Certificate.cert-manager.io here (403 Forbidden)"
     )
 
 

@@ -90,10 +90,12 @@ def judge(
     blind: Blind | None = None,
     blind_window: timedelta = timedelta(seconds=30),
     served: Collection[tuple[str, str]] | None = None,
+    forbidden: Collection[tuple[str, str]] = (),
     heard: datetime | None = None,
 ) -> Verdict:
     """The verdict at `now`; `targets` carry the revision each must reach ("" = none known yet).
-    `served`: the (group, kind)s the watcher lists (an object of another kind cannot be seen).
+    `served`: the (group, kind)s the watcher lists (an object of another kind cannot be seen);
+    `forbidden`: those it may not list (403), whose objects are not judged, never "not created yet".
     `heard`: when the API server last answered a request made to confirm it (None: not yet).
     Not seeing wins over the deadline: it is only "timed out" if the API server answered at or
     after the deadline, so what is still in progress is known to be so, not a hang's last picture."""
@@ -107,7 +109,7 @@ def judge(
     if missing:
         names = ", ".join(describe(t.key) for t in missing)
         return Verdict(Outcome.CANNOT_WAIT, f"not found: {names}")
-    asked = Asked(view, now, grace, _wanted(targets, view), served)
+    asked = Asked(view, now, grace, _wanted(targets, view), served, forbidden)
     health = {subject_key(h.subject): h for h in evaluation.objects}
     rejected = {subject_key(r.subject): r.message for r in evaluation.rejected}
     objects, sources = walk([t.key for t in targets], asked, health=health, rejected=rejected)

@@ -96,6 +96,8 @@ class Asked:
     """Revision asked of each target and of each source a target applies from."""
     served: Collection[tuple[str, str]] | None = None
     """The (group, kind)s the API server serves and the watcher lists; None: every kind."""
+    forbidden: Collection[tuple[str, str]] = ()
+    """Served kinds the watcher may not list (403): an object of one is never "not created yet"."""
     pods: dict[str, dict[Key, list[Key]]] = field(default_factory=dict)
     """Per namespace, its Pods by owning workload (filled as the walk needs them)."""
 
@@ -143,6 +145,9 @@ def walk(
 
 def _absent(key: Key, ctx: Asked, parent: Key | None) -> ObjectState:
     """Not there: not created yet, or of a kind nobody can see here (never taken as fine)."""
+    if (key.group, key.kind) in ctx.forbidden:
+        why = f"not judged: stalewatch may not list {key.kind}.{key.group} here (403 Forbidden)"
+        return ObjectState(key, State.UNKNOWN, why, parent=parent)
     if ctx.served is None or (key.group, key.kind) in ctx.served:
         return ObjectState(key, State.MISSING, "not created yet", parent=parent)
     why = f"not judged: {key.kind}.{key.group} is not served by this API server (is its CRD installed?)"
