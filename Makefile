@@ -1,5 +1,5 @@
 # Two commands matter (see README): `make demo` and `make test`.
-.PHONY: demo test lab install lint lock
+.PHONY: demo test lab install lint lock chart
 
 demo:
 	@bash scripts/install.sh runtime
@@ -18,6 +18,12 @@ lab:
 
 install:
 	bash scripts/install.sh all
+
+# The Helm chart as a package in dist/ (docs/operations.md: push it with `helm push dist/stalewatch-*.tgz oci://...`).
+# Regenerates nothing: `python charts/generate.py --check` (run by the tests) says when to.
+chart:
+	@helm=$$(bash scripts/chart-tools.sh | tail -n 2 | head -n 1) && \
+	  $$helm lint charts/stalewatch && $$helm package charts/stalewatch -d dist/
 
 lint:
 	.venv/bin/ruff check watcher tests bench dashboards alerts && .venv/bin/ruff format --check . && .venv/bin/mypy watcher && .venv/bin/lint-imports

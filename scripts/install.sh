@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything stalewatch and its tests need on a fresh machine, idempotently:
 # Debian packages (Prometheus, Alertmanager), the Python venv, and the
-# control-plane binaries built from the Go module proxy (cached outside the clone).
+# control-plane binaries and helm built from the Go module proxy (cached outside the clone).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}   # "runtime" for the venv only, "all" for the test tooling too
@@ -32,4 +32,5 @@ sed -n 's/^\([A-Za-z0-9._-]*==[^ ]*\).*/\1/p' requirements.lock > .venv/constrai
 if [ "$what" = all ]; then
   bash tests/controlplane/build.sh >/dev/null
   bash tests/lab/build.sh >/dev/null   # the real Flux controllers, kwok, kube-controller-manager
+  bash scripts/chart-tools.sh >/dev/null   # helm and the Prometheus Operator's CRDs (tests/chart)
 fi

@@ -321,7 +321,7 @@ def rule_groups() -> list[dict[str, Any]]:
 
 def rules_file() -> str:
     """The Prometheus rules file (rule_files: in prometheus.yml)."""
-    return HEADER + _dump({"groups": rule_groups()})
+    return HEADER + dump_yaml({"groups": rule_groups()})
 
 
 def prometheus_rule(*, name: str = "stalewatch") -> str:
@@ -332,7 +332,7 @@ def prometheus_rule(*, name: str = "stalewatch") -> str:
         "metadata": {"name": name, "labels": {"app.kubernetes.io/name": "stalewatch"}},
         "spec": {"groups": rule_groups()},
     }
-    return HEADER + _dump(manifest)
+    return HEADER + dump_yaml(manifest)
 
 
 class _Dumper(yaml.SafeDumper):
@@ -347,5 +347,5 @@ def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 _Dumper.add_representer(str, _str)
 
 
-def _dump(document: Any) -> str:
+def dump_yaml(document: Any) -> str:
     return yaml.dump(document, Dumper=_Dumper, sort_keys=False, width=10_000, allow_unicode=True)
