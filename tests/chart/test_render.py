@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import tomllib
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ import yaml
 
 from tests.chart.conftest import ALL_ON, CHART, REPO, helm, kinds, one, template
 from tests.controlplane.harness import binaries_dir
+from watcher.cli import main
 from watcher.export.alerts import rule_groups
 from watcher.export.dashboards import DASHBOARDS
 
@@ -95,6 +97,18 @@ def test_the_settings_reach_the_config_file_with_the_charts_port() -> None:
         "log_format": "json",
         "log_level": "debug",
     }
+
+
+@pytest.mark.parametrize(
+    "values", [pytest.param([], id="defaults"), pytest.param(["-f", ALL_ON], id="all-on")]
+)
+def test_the_rendered_config_file_is_accepted_by_stalewatch(
+    values: list[Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config_map = next(o for o in template(*values) if o["kind"] == "ConfigMap")
+    config = tmp_path / "config.yaml"
+    config.write_text(config_map["data"]["config.yaml"])
+    assert main(["config", "show", "--config", str(config)]) == 0, capsys.readouterr().err
 
 
 def test_a_changed_setting_rolls_the_pod() -> None:
