@@ -7,6 +7,7 @@ import copy
 import json
 import subprocess
 import sys
+import tarfile
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -203,3 +204,17 @@ def test_deploy_creates_what_the_chart_installs(kustomized: list[dict[str, Any]]
         if o["kind"] not in ("Namespace", "PrometheusRule")
     }
     assert deploy == chart
+
+
+def test_make_chart_packages_the_chart_with_its_generated_files_and_without_its_test_values(
+    tmp_path: Path,
+) -> None:
+    """What `make chart` runs; the package is what `helm push oci://…` uploads."""
+    done = helm("package", CHART, "-d", tmp_path)
+    assert done.returncode == 0, done.stderr
+    version = yaml.safe_load((CHART / "Chart.yaml").read_text())["version"]
+    with tarfile.open(tmp_path / f"stalewatch-{version}.tgz") as package:
+        names = set(package.getnames())
+    assert {"stalewatch/values.schema.json", "stalewatch/files/prometheusrule-spec.yaml"} <= names
+    assert {f"stalewatch/files/dashboards/{stem}.json" for stem in DASHBOARDS} <= names
+    assert not {name for name in names if name.startswith("stalewatch/ci/")}
