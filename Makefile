@@ -26,7 +26,7 @@ chart:
 	  $$helm lint charts/stalewatch && $$helm package charts/stalewatch -d dist/
 
 lint:
-	.venv/bin/ruff check watcher tests bench dashboards alerts && .venv/bin/ruff format --check . && .venv/bin/mypy watcher && .venv/bin/lint-imports
+	.venv/bin/ruff check watcher tests bench dashboards alerts charts && .venv/bin/ruff format --check . && .venv/bin/mypy watcher && .venv/bin/lint-imports
 
 # The image's runtime dependencies, pinned with hashes (the Dockerfile installs exactly these).
 lock:

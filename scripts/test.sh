@@ -8,7 +8,7 @@ STALEWATCH_CONTROLPLANE_BIN=$(bash tests/controlplane/build.sh | tail -n 1)
 export STALEWATCH_LAB_BIN
 STALEWATCH_LAB_BIN=$(bash tests/lab/build.sh | tail -n 1)
 
-echo "== ruff" && .venv/bin/ruff check watcher tests bench dashboards alerts
+echo "== ruff" && .venv/bin/ruff check watcher tests bench dashboards alerts charts
 echo "== ruff format" && .venv/bin/ruff format --check .
 echo "== mypy (strict)" && .venv/bin/mypy watcher
 echo "== import-linter" && .venv/bin/lint-imports
