@@ -12,6 +12,7 @@ import yaml
 
 from tests.chart.conftest import ALL_ON, NAMESPACE, kinds, template
 from tests.controlplane.harness import ControlPlane
+from watcher.kube.resources import BUILT_IN, ON_DEMAND
 
 pytestmark = pytest.mark.cluster
 
@@ -105,11 +106,6 @@ def test_namespace_mode_renders_a_role_and_binding_per_namespace_and_nothing_clu
     cluster_wide = {
         (g, r) for rule in cluster_role["rules"] for g in rule["apiGroups"] for r in rule["resources"]
     }
-    cluster_scoped = {
-        ("", "namespaces"),
-        ("", "persistentvolumes"),
-        ("apiregistration.k8s.io", "apiservices"),
-    }
-    cluster_scoped.add(("apiextensions.k8s.io", "customresourcedefinitions"))
+    cluster_scoped = {(r.group, r.plural) for r in (*BUILT_IN, *ON_DEMAND) if not r.namespaced}
     assert granted == cluster_wide - cluster_scoped
     assert_applied_and_stored(plane, objects)

@@ -100,8 +100,3 @@ StalewatchKindForbidden alert.
 {{ toYaml . }}
 {{- end }}
 {{- end -}}
-
-{{/* The cluster-scoped resources among the rules: a Role cannot grant them. */}}
-{{- define "stalewatch.clusterScoped" -}}
-{{- list "namespaces" "persistentvolumes" "apiservices" "customresourcedefinitions" | toJson -}}
-{{- end -}}
