@@ -59,7 +59,7 @@ def _clean(node: Any) -> Any:
 def settings_schema() -> dict[str, Any]:
     """The settings' JSON schema, their defaults as stalewatch prints them (`config show`)."""
     schema = Settings.model_json_schema()
-    defaults = Settings.model_validate({}).model_dump(mode="json")
+    defaults = Settings.model_construct().model_dump(mode="json")  # no environment read
     fields = schema["properties"].items()
     properties = {name: _clean(field) for name, field in fields if name not in CHART_OWNED_SETTINGS}
     for name, field in properties.items():
