@@ -189,16 +189,20 @@ class Lab:
             f"{name} /readyz", lambda: _alive(proc, name) and http_ok(f"http://127.0.0.1:{health}/readyz")
         )
 
-    def start_stalewatch(self, listen: str) -> subprocess.Popen[bytes]:
+    def start_stalewatch(
+        self, listen: str, *, kubeconfig: Path | None = None, args: Sequence[str] = ("run",)
+    ) -> subprocess.Popen[bytes]:
         """`stalewatch run` as a user starts it against the lab: its own process, default settings
         and thresholds, the lab's kubeconfig, listening on `listen` ([HOST]:PORT); returned once
-        /readyz answers (every kind listed). It logs to logs/stalewatch.log and stops with the lab."""
+        /readyz answers (every kind listed). It logs to logs/stalewatch.log and stops with the lab.
+        `kubeconfig` (e.g. a ServiceAccount's token) and `args` (e.g. a Deployment's) replace the
+        lab's admin kubeconfig and the bare `run`."""
         argv = [
             sys.executable,
             "-m",
             "watcher",
-            "run",
-            f"--kubeconfig={self.plane.kubeconfig}",
+            *args,
+            f"--kubeconfig={kubeconfig or self.plane.kubeconfig}",
             f"--listen={listen}",
         ]
         proc = self._spawn("stalewatch", argv)
@@ -241,9 +245,11 @@ class Lab:
 
     # -- Git -------------------------------------------------------------------------------------
 
-    def push(self, files: Mapping[str, str | None], message: str = "lab: update") -> str:
+    def push(
+        self, files: Mapping[str, str | bytes | None], message: str = "lab: update", *, tag: str = ""
+    ) -> str:
         """Commits `files` (path -> content; None deletes) on main and pushes it to the Git
-        server over HTTP, as a user would. Returns the new commit's SHA."""
+        server over HTTP, as a user would, with `tag` on it if given. Returns the new commit's SHA."""
         checkout = self.workdir / "checkout"
         if checkout.exists():
             self._git("pull", "--ff-only", cwd=checkout)
@@ -255,10 +261,16 @@ class Lab:
                 path.unlink(missing_ok=True)
             else:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(content)
+                if isinstance(content, bytes):
+                    path.write_bytes(content)
+                else:
+                    path.write_text(content)
         self._git("add", "--all", cwd=checkout)
         self._git("commit", f"--message={message}", cwd=checkout)
         self._git("push", "origin", "HEAD:main", cwd=checkout)
+        if tag:
+            self._git("tag", tag, cwd=checkout)
+            self._git("push", "origin", f"refs/tags/{tag}", cwd=checkout)
         return self._git("rev-parse", "HEAD", cwd=checkout).strip()
 
     # -- reading the cluster ---------------------------------------------------------------------
