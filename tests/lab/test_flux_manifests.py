@@ -4,7 +4,10 @@ strict field validation, so a misspelt or invented field is refused rather than 
 
 from __future__ import annotations
 
+import re
+import shutil
 import subprocess
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -125,3 +128,38 @@ def test_the_kustomization_applies_this_repositorys_kustomize_install_from_the_g
     assert source["metadata"]["namespace"] == kustomization["metadata"]["namespace"] == NAMESPACE
     assert (REPO / spec["path"] / "kustomization.yaml").is_file()
     assert (spec["prune"], spec["wait"]) == (True, True)
+
+
+def readme_spec() -> dict[str, Any]:
+    """The Kustomization `spec:` snippets of deploy/flux/README.md (images, patches), merged."""
+    blocks = re.findall(r"```yaml\n(.*?)```", (FLUX / "README.md").read_text(), re.DOTALL)
+    spec: dict[str, Any] = {}
+    for block in blocks:
+        spec |= yaml.safe_load(textwrap.dedent(block))["spec"]
+    assert set(spec) == {"images", "patches"}
+    return spec
+
+
+def test_the_readmes_kustomization_snippets_are_accepted_and_drop_only_the_operator_kinds(
+    plane: ControlPlane, tmp_path: Path
+) -> None:
+    """What kustomize-controller does with spec.images and spec.patches: an overlay of the path."""
+    kustomization = by_kind(render(plane, FLUX / "git"))["Kustomization"]
+    kustomization["spec"] |= readme_spec()
+    done = dry_run(plane, [kustomization])
+    assert done.returncode == 0, done.stderr
+
+    shutil.copytree(REPO / "deploy", tmp_path / "deploy", ignore=shutil.ignore_patterns("flux"))
+    shutil.copytree(REPO / "alerts", tmp_path / "alerts")
+    overlay = tmp_path / "overlay"
+    overlay.mkdir()
+    spec = kustomization["spec"]
+    overlay_file = {"resources": [f"../{spec['path']}"], "images": spec["images"], "patches": spec["patches"]}
+    (overlay / "kustomization.yaml").write_text(yaml.safe_dump(overlay_file))
+    installed = render(plane, overlay)
+    operator_kinds = {"ServiceMonitor", "PrometheusRule"}
+    plain = [o["kind"] for o in render(plane, tmp_path / "deploy") if o["kind"] not in operator_kinds]
+    assert sorted(o["kind"] for o in installed) == sorted(plain)
+    [deployment] = [o for o in installed if o["kind"] == "Deployment"]
+    image = deployment["spec"]["template"]["spec"]["containers"][0]["image"]
+    assert image == "registry.example.com/platform/stalewatch:0.1.0"
