@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.samples import Sample
 
 from tests.controlplane.harness import free_port
 from tests.lab.lab import Lab, condition, wait_for
@@ -32,6 +33,14 @@ pytestmark = pytest.mark.cluster
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "deploy" / "flux" / "git"
 PROMETHEUS_OPERATOR_GROUP = "monitoring.coreos.com"
+INSTALLED_KINDS = {
+    "ServiceAccount",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "Deployment",
+    "Service",
+    "ConfigMap",
+}
 
 
 def worktree_files() -> dict[str, str | bytes | None]:
@@ -63,9 +72,8 @@ def install_prometheus_operator_crds(lab: Lab) -> None:
     lab.plane.install_crds(path)
 
 
-def bind_pending_pods(lab: Lab, namespace: str) -> int:
-    """kube-scheduler's part: binds every unscheduled Pod of `namespace` to the lab's node.
-    Returns how many Pods are bound now."""
+def bind_pending_pods(lab: Lab, namespace: str) -> None:
+    """kube-scheduler's part: binds every unscheduled Pod of `namespace` to the lab's node."""
     pods = json.loads(lab.kubectl("get", "pods", f"--namespace={namespace}", "--output=json"))["items"]
     for pod in pods:
         if not pod["spec"].get("nodeName"):
@@ -76,7 +84,6 @@ def bind_pending_pods(lab: Lab, namespace: str) -> int:
                 "target": {"apiVersion": "v1", "kind": "Node", "name": NODE},
             }
             lab.kubectl("create", "-f", "-", stdin=json.dumps(binding))
-    return len(pods)
 
 
 def inventory(kustomization: dict[str, Any]) -> set[tuple[str, str, str, str]]:
@@ -102,16 +109,19 @@ def token_status(lab: Lab, token: str, path: str) -> int:
         return error.code
 
 
-def controllers_up(stalewatch: str) -> dict[str, float]:
-    """stalewatch_controller_up of the lab's Flux controllers, as a dashboard reads it."""
+def samples(stalewatch: str, family: str) -> list[Sample]:
+    """One metric family of stalewatch's /metrics, as Prometheus scrapes it."""
     with urllib.request.urlopen(f"{stalewatch}/metrics", timeout=5) as response:
         exposition = response.read().decode()
+    return [s for f in text_string_to_metric_families(exposition) if f.name == family for s in f.samples]
+
+
+def controllers_up(stalewatch: str) -> dict[str, float]:
+    """stalewatch_controller_up of the lab's Flux controllers."""
     return {
-        sample.labels["name"]: sample.value
-        for family in text_string_to_metric_families(exposition)
-        if family.name == "stalewatch_controller_up"
-        for sample in family.samples
-        if sample.labels.get("namespace") == NAMESPACE and sample.labels["name"] in CONTROLLERS
+        s.labels["name"]: s.value
+        for s in samples(stalewatch, "stalewatch_controller_up")
+        if s.labels["namespace"] == NAMESPACE and s.labels["name"] in CONTROLLERS
     }
 
 
@@ -139,15 +149,13 @@ def test_flux_installs_stalewatch_from_git_and_it_runs_ready_as_its_own_service_
     # What Flux applied is what `kubectl apply -k deploy/` applies: every object, none more.
     rendered = [doc for doc in yaml.safe_load_all(lab.kubectl("kustomize", str(REPO / "deploy"))) if doc]
     assert inventory(ks) == {identity(obj) for obj in rendered}
-    kinds = {obj["kind"] for obj in rendered}
-    assert {
-        "ServiceAccount",
-        "ClusterRole",
-        "ClusterRoleBinding",
-        "Deployment",
-        "Service",
-        "ConfigMap",
-    } <= kinds
+    found = {
+        obj["kind"]
+        for obj in rendered
+        if obj["kind"] in INSTALLED_KINDS
+        and lab.get(obj["kind"].lower(), obj["metadata"]["name"], namespace=obj["metadata"].get("namespace"))
+    }
+    assert found == INSTALLED_KINDS
     deployment = lab.get("deployment", "stalewatch", namespace=target)
     assert (condition(deployment, "Available") or {}).get("status") == "True"
     assert deployment["metadata"]["labels"]["kustomize.toolkit.fluxcd.io/name"] == name
@@ -169,16 +177,20 @@ def test_flux_installs_stalewatch_from_git_and_it_runs_ready_as_its_own_service_
     listen = f"127.0.0.1:{free_port()}"
     lab.start_stalewatch(listen, kubeconfig=kubeconfig, args=args)  # returns once /readyz is 200
 
-    up = wait_for(
+    stalewatch = f"http://{listen}"
+    wait_for(
         "stalewatch sees every lab controller up",
-        lambda: (found := controllers_up(f"http://{listen}")) and set(found) == set(CONTROLLERS) and found,
+        lambda: controllers_up(stalewatch) == dict.fromkeys(CONTROLLERS, 1.0),
     )
-    assert up == dict.fromkeys(CONTROLLERS, 1.0)
+    # Never silent: its own Kustomization's inventory lists deploy/'s ServiceMonitor and
+    # PrometheusRule, custom kinds stalewatch watches while an inventory lists them, but deploy/'s
+    # ClusterRole grants nothing of their group, so it names both as forbidden, and only them.
+    operator_kinds = {
+        (group, kind) for _, _, group, kind in inventory(ks) if group == PROMETHEUS_OPERATOR_GROUP
+    }
+    forbidden = samples(stalewatch, "stalewatch_kind_forbidden")
+    assert {(s.labels["group"], s.labels["kind"]) for s in forbidden if s.value} == operator_kinds
+    kustomizations = f"/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/{NAMESPACE}/kustomizations"
+    assert token_status(lab, token, kustomizations) == 200
     assert token_status(lab, token, "/api/v1/secrets") == 403
     assert token_status(lab, token, f"/api/v1/namespaces/{target}/secrets") == 403
-    assert (
-        token_status(
-            lab, token, f"/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/{NAMESPACE}/kustomizations"
-        )
-        == 200
-    )
