@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.chart.conftest import CHART, one, template
+from tests.chart.conftest import NAMESPACE as CHART_NAMESPACE
 from tests.controlplane.harness import ControlPlane, running_control_plane
 from tests.lab.lab import lab_dir
 from tests.lab.manifests import NAMESPACE, namespace
@@ -163,3 +165,35 @@ def test_the_readmes_kustomization_snippets_are_accepted_and_drop_only_the_opera
     [deployment] = [o for o in installed if o["kind"] == "Deployment"]
     image = deployment["spec"]["template"]["spec"]["containers"][0]["image"]
     assert image == "registry.example.com/platform/stalewatch:0.1.0"
+
+
+def test_the_helm_releases_values_pass_the_charts_schema_and_install_what_they_say(tmp_path: Path) -> None:
+    """helm-controller renders the chart with spec.values as `helm template` does (the chart's
+    values schema included), under spec.releaseName into spec.targetNamespace."""
+    release = yaml.safe_load((FLUX / "oci" / "helmrelease.yaml").read_text())["spec"]
+    assert release["targetNamespace"] == CHART_NAMESPACE
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump(release["values"]))
+    objects = template("--values", values, release=release["releaseName"])
+    assert {o["kind"] for o in objects} == {
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "ConfigMap",
+        "Deployment",
+        "Service",
+    }
+    assert one(objects, "Deployment")["metadata"]["name"] == "stalewatch"
+    config = yaml.safe_load(one(objects, "ConfigMap")["data"]["config.yaml"])
+    assert config["heartbeat_interval"] == release["values"]["settings"]["heartbeat_interval"]
+
+
+def test_the_oci_repositorys_semver_range_holds_the_charts_version() -> None:
+    ref = by_kind([yaml.safe_load((FLUX / "oci" / "ocirepository.yaml").read_text())])["OCIRepository"]
+    low, high = (bound.lstrip("><=") for bound in ref["spec"]["ref"]["semver"].split())
+    version = yaml.safe_load((CHART / "Chart.yaml").read_text())["version"]
+
+    def parsed(text: str) -> tuple[int, ...]:
+        return tuple(int(part) for part in text.split("."))
+
+    assert parsed(low) <= parsed(version) < parsed(high)
