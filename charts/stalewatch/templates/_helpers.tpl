@@ -73,6 +73,11 @@ StalewatchKindForbidden alert.
 - apiGroups: [apiregistration.k8s.io]
   resources: [apiservices]
   verbs: [get, list, watch]
+# The Prometheus Operator objects an install applies (this chart's and deploy/'s own
+# ServiceMonitor and PrometheusRule): a Kustomization's inventory lists them, so they are watched.
+- apiGroups: [monitoring.coreos.com]
+  resources: [servicemonitors, podmonitors, prometheusrules]
+  verbs: [get, list, watch]
 # A CRD removed under a running controller is a root cause of its own.
 - apiGroups: [apiextensions.k8s.io]
   resources: [customresourcedefinitions]
