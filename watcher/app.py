@@ -15,6 +15,7 @@ from typing import Any
 
 from aiohttp import web
 
+from watcher.cli_args import add_namespaces_argument
 from watcher.config import ConfigError, Settings, build_model_config, load_settings, parse_set_options
 from watcher.export.metrics import build_registry
 from watcher.export.watcher_metrics import WatcherCollector
@@ -26,7 +27,7 @@ from watcher.kube.heartbeats import HeartbeatReader
 from watcher.kube.live import LiveModel
 from watcher.kube.reflector import WatchOptions
 from watcher.logs import fields, get_logger, setup_logging
-from watcher.telemetry import Telemetry
+from watcher.telemetry import Scope, Telemetry
 from watcher.terminal import complain
 from watcher.tracing import TracingUnavailable, configure_tracing
 from watcher.web import server
@@ -38,7 +39,7 @@ EXIT_OK = 0
 EXIT_BAD_INPUT = 2
 STOP_TIMEOUT = 10.0
 
-_FLAGS = ("listen", "kubeconfig", "context", "log_level", "log_format", "heartbeat_prometheus")
+_FLAGS = ("listen", "kubeconfig", "context", "namespaces", "log_level", "log_format", "heartbeat_prometheus")
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,6 +51,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "--kubeconfig", metavar="FILE", help="default $KUBECONFIG, else ~/.kube/config, else in-cluster"
     )
     group.add_argument("--context", metavar="NAME", help="kubeconfig context (default: its current-context)")
+    add_namespaces_argument(group)
     group.add_argument("--log-level", choices=("debug", "info", "warning", "error"), help="default info")
     group.add_argument("--log-format", choices=("json", "text"), help="default json: one object per line")
     group.add_argument(
@@ -123,7 +125,7 @@ class Runtime:
     ) -> None:
         config = build_model_config(settings)
         self.settings = settings
-        self.telemetry = Telemetry()
+        self.telemetry = Telemetry(scope=scope_of(settings))
         self.live = LiveModel(
             config, self.telemetry, debounce=debounce, tick=tick, timeline_entries=settings.timeline_entries
         )
@@ -136,6 +138,7 @@ class Runtime:
             keep_namespace=settings.watches_namespace,
             options=options,
             listed_limit=settings.listed_kinds_limit,
+            namespaces=settings.namespaces,
         )
         self.live.on_listed = self.watcher.list_kinds
         registry = build_registry(lambda: self.live.latest)
@@ -197,6 +200,12 @@ class Runtime:
             await self._runner.cleanup()
 
 
+def scope_of(settings: Settings) -> Scope:
+    return Scope(
+        tuple(settings.namespaces), tuple(settings.include_namespaces), tuple(settings.exclude_namespaces)
+    )
+
+
 async def serve(settings: Settings) -> int:
     """Run until SIGTERM or SIGINT."""
     try:
@@ -219,7 +228,12 @@ async def serve(settings: Settings) -> int:
             complain(f"stalewatch: cannot listen on {settings.listen}: {reason}")
             await runtime.stop()
             return EXIT_BAD_INPUT
-        log.info("stalewatch running", extra=fields(listen=settings.listen))
+        scope = runtime.telemetry.scope
+        log.info(
+            "stalewatch running",
+            extra=fields(listen=settings.listen, scope=scope.mode, namespaces=list(scope.namespaces)),
+        )
+        log.info(scope.said())
         await stop.wait()
         log.info("stopping")
         try:

@@ -27,6 +27,20 @@ def positive_duration(text: str) -> timedelta:
 
 
 def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
-    """--kubeconfig and --context, as `wait` and `impact` read the cluster."""
+    """--kubeconfig, --context and --namespaces, as `wait` and `impact` read the cluster."""
     parser.add_argument("--kubeconfig", metavar="FILE", help="default $KUBECONFIG, else ~/.kube/config")
     parser.add_argument("--context", metavar="NAME", help="kubeconfig context (default: its current-context)")
+    add_namespaces_argument(parser)
+
+
+def add_namespaces_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """--namespaces, the `namespaces` setting: namespace mode (docs/operations.md, tenants)."""
+    parser.add_argument(
+        "--namespaces",
+        metavar="NS[,NS...]",
+        help="namespace mode: list and watch only in these namespaces (a Role in each suffices)",
+    )
+
+
+CLUSTER_FLAGS = ("kubeconfig", "context", "namespaces")
+"""The settings add_cluster_arguments' flags set."""

@@ -243,6 +243,11 @@ class Settings(BaseSettings):
     severities: dict[FindingType, Severity] = dict(DEFAULT_SEVERITIES)
     include_namespaces: Namespaces = []
     exclude_namespaces: Namespaces = []
+    namespaces: Namespaces = []
+    """Namespace-scoped mode (tenants): list and watch namespaced kinds in these namespaces only,
+    one list + watch per namespace (`/apis/G/V/namespaces/NS/...`), so a Role per namespace
+    suffices. Empty: cluster mode, one cluster-wide list + watch per kind, narrowed by
+    include_namespaces/exclude_namespaces (which namespace mode replaces)."""
     controllers: list[ControllerSetting] = []
     conflict_watch_kinds: Namespaces = []
     """Custom kinds (Kind.group) watched for ConflictingWriters besides the kinds stalewatch
@@ -334,6 +339,19 @@ class Settings(BaseSettings):
     def _namespace_names(cls, value: list[str]) -> list[str]:
         return _check_namespaces(value)
 
+    @field_validator("namespaces")
+    @classmethod
+    def _scope(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        """Namespace mode watches only these: the cluster mode's filters would only contradict
+        it (an include outside them cannot be read, an exclude among them is a typo of one)."""
+        _check_namespaces(value)
+        if value and (info.data.get("include_namespaces") or info.data.get("exclude_namespaces")):
+            raise ValueError(
+                "namespaces replaces include_namespaces and exclude_namespaces: "
+                "list only the namespaces to watch"
+            )
+        return list(dict.fromkeys(value))
+
     @field_validator("watch_kinds")
     @classmethod
     def _watch_kinds(cls, value: list[str]) -> list[str]:
@@ -372,9 +390,12 @@ class Settings(BaseSettings):
         return value
 
     def watches_namespace(self, namespace: str) -> bool:
-        """Cluster-scoped objects (namespace "") are always in; otherwise include, then exclude."""
+        """Cluster-scoped objects (namespace "") are always in; otherwise namespaces (namespace
+        mode), else include, then exclude."""
         if not namespace:
             return True
+        if self.namespaces:
+            return namespace in self.namespaces
         if self.include_namespaces and namespace not in self.include_namespaces:
             return False
         return namespace not in self.exclude_namespaces

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
-from watcher.cli_args import add_cluster_arguments, positive_duration
+from watcher.cli_args import CLUSTER_FLAGS, add_cluster_arguments, positive_duration
 from watcher.config import Settings, build_model_config, load_settings, parse_set_options
 from watcher.export.impact import render_json, render_text
 from watcher.model.ingest.kinds import CRD_GROUP, CRD_KIND
@@ -97,7 +97,7 @@ def impact_command(args: argparse.Namespace) -> int:
         complain("stalewatch impact: give snapshot PATHs or --kubeconfig/--context, not both")
         return EXIT_BAD_INPUT
     overrides = parse_set_options(args.assignments)
-    overrides.update({k: v for k in ("kubeconfig", "context") if (v := getattr(args, k)) is not None})
+    overrides.update({k: v for k in CLUSTER_FLAGS if (v := getattr(args, k)) is not None})
     settings = load_settings(config_file=args.config, overrides=overrides)
     controllers = build_model_config(settings).controllers
     errors: list[Any] = []
@@ -191,7 +191,13 @@ async def list_cluster(
     wanted = tuple(controllers) + extra
     kinds = [r for r in BUILT_IN if r.kind in ("Deployment", "StatefulSet", "DaemonSet") or r == CRDS]
     watcher = ClusterWatcher(
-        api, sink, telemetry, controllers=wanted, keep_namespace=settings.watches_namespace, built_in=kinds
+        api,
+        sink,
+        telemetry,
+        controllers=wanted,
+        keep_namespace=settings.watches_namespace,
+        built_in=kinds,
+        namespaces=settings.namespaces,
     )
     await watcher.start()
     try:

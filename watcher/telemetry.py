@@ -85,6 +85,28 @@ class KindStats:
         return {**self.rejected, str(RejectReason.MALFORMED): self.malformed_now}
 
 
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Where the watcher looks: cluster-wide (narrowed by include/exclude filters), or only in
+    `namespaces` (namespace mode), where everything in other namespaces goes unseen: the
+    controllers there (Flux's in flux-system) are unknown, never up."""
+
+    namespaces: tuple[str, ...] = ()
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+
+    @property
+    def mode(self) -> str:
+        return "namespaces" if self.namespaces else "cluster"
+
+    def said(self) -> str:
+        if self.namespaces:
+            return f"watching namespaces {', '.join(self.namespaces)} (namespace-scoped)"
+        where = f"namespaces {', '.join(self.include)}" if self.include else "all namespaces"
+        but = f" except {', '.join(self.exclude)}" if self.exclude else ""
+        return f"watching {where}{but} (cluster-wide)"
+
+
 @dataclass(slots=True)
 class Histogram:
     """Cumulative-at-render histogram: per-bucket counts, sum and count."""
@@ -129,6 +151,9 @@ class Telemetry:
     """The kinds inventories list that the watcher does not read anyway, by what it does with
     them: "watched", "over_limit" (listed_kinds_limit), "not_served" (no CRD Established); the
     last two are not read, and not about to be."""
+    forbidden_in: dict[KindKey, tuple[str, ...]] = field(default_factory=dict)
+    """Namespace mode: per kind readable in some namespaces, those that answer 403 (kube/scoped.py)."""
+    scope: Scope = field(default_factory=lambda: Scope(()))
     heartbeat_reads: dict[str, Counter[str]] = field(default_factory=dict)
     """Per controller (ControllerSpec name), its heartbeat reads by result (HEARTBEAT_RESULTS)."""
     heartbeat_read_seconds: dict[str, float] = field(default_factory=dict)
@@ -149,6 +174,7 @@ class Telemetry:
 
     def forget(self, group: str, kind: str) -> None:
         self.kinds.pop((group, kind), None)
+        self.forbidden_in.pop((group, kind), None)
 
     @property
     def synced(self) -> bool:
@@ -188,6 +214,23 @@ class Telemetry:
         if forbidden:
             return True, "ok; 403 Forbidden, not judged: " + ", ".join(forbidden)
         return True, "ok"
+
+    def unseen(self) -> list[str]:
+        """What the scope leaves out and what answers 403, named: never "nothing there"."""
+        said = [kind_name(key) + " (403)" for key in self.forbidden()]
+        said += [
+            f"{kind_name(key)} in {', '.join(namespaces)} (403)"
+            for key, namespaces in sorted(self.forbidden_in.items())
+            if namespaces and key in self.kinds
+        ]
+        if self.scope.namespaces:
+            said.insert(0, "every other namespace (controllers there, such as Flux's: liveness unknown)")
+        return said
+
+    def scope_said(self) -> str:
+        """The scope and what it cannot see, as the page and /readyz say it."""
+        unseen = self.unseen()
+        return self.scope.said() + (f"; cannot see: {'; '.join(unseen)}" if unseen else "")
 
     def broken(self) -> list[str]:
         """Listed kinds whose watch is down or relisting: their last known objects are served, stale."""

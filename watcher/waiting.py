@@ -21,7 +21,7 @@ from typing import Any
 
 import aiohttp
 
-from watcher.cli_args import add_cluster_arguments, positive_duration
+from watcher.cli_args import CLUSTER_FLAGS, add_cluster_arguments, positive_duration
 from watcher.config import ConfigError, Settings, build_model_config, load_settings, parse_set_options
 from watcher.export.wait import progress_line, render_json, render_text
 from watcher.kube.client import KubeConfigError, get, load_client
@@ -145,7 +145,7 @@ def wait_command(args: argparse.Namespace) -> int:
         complain(f"stalewatch wait: {error}")
         return EXIT_CANNOT_WAIT
     overrides = parse_set_options(args.assignments)
-    overrides.update({k: v for k in ("kubeconfig", "context") if (v := getattr(args, k)) is not None})
+    overrides.update({k: v for k in CLUSTER_FLAGS if (v := getattr(args, k)) is not None})
     try:
         settings = load_settings(config_file=args.config, overrides=overrides)
     except ConfigError as error:
@@ -293,6 +293,7 @@ async def wait_for(
         keep_namespace=settings.watches_namespace,
         options=options,
         listed_limit=settings.listed_kinds_limit,
+        namespaces=settings.namespaces,
     )
     live.on_listed = watcher.list_kinds  # what the targets applied is judged too
     started = clock()

@@ -68,7 +68,7 @@ def test_every_watcher_metric_in_the_docs_is_served_with_the_documented_type_and
     }
     text = exposition(telemetry())
     served = dict(re.findall(r"^# TYPE (\S+) (\S+)$", text, re.MULTILINE))
-    assert len(documented) == 19
+    assert len(documented) == 22
     for name, (kind, labels) in documented.items():
         assert served.get(name) == kind, name
         series = name + "_bucket" if kind == "histogram" else name

@@ -142,6 +142,26 @@ LISTED = Gauge[Row](
 SYNCED = Gauge[Row](
     "stalewatch_synced", "1 once every watched kind has finished its initial list.", (), of=_row
 )
+SCOPE = Gauge[Row](
+    "stalewatch_scope_info",
+    "1, labelled with where stalewatch looks: mode cluster (cluster-wide lists) or namespaces"
+    " (namespace mode: only the namespaces of stalewatch_scope_namespaces; the rest unseen).",
+    ("mode",),
+    of=_row,
+)
+SCOPE_NAMESPACES = Gauge[Row](
+    "stalewatch_scope_namespaces",
+    "How many namespaces namespace mode watches (0: cluster-wide).",
+    (),
+    of=_row,
+)
+FORBIDDEN_IN = Gauge[Row](
+    "stalewatch_kind_forbidden_namespaces",
+    "Namespace mode: how many of its namespaces answer 403 Forbidden for this kind while others"
+    " do not (all of them: stalewatch_kind_forbidden); 0 cluster-wide.",
+    KIND,
+    of=_row,
+)
 HEARTBEAT_READ_SECONDS = Gauge[Row](
     "stalewatch_heartbeat_read_duration_seconds",
     "How long the last read of this controller's /metrics took (fetch and parse).",
@@ -156,6 +176,11 @@ def _families(telemetry: Telemetry) -> Iterator[Metric]:
     yield render_whole(SYNCED, [((), float(telemetry.synced))])
     listed = dict(telemetry.listed_kinds)
     yield render_whole(LISTED, [((state,), float(len(listed.get(state, ())))) for state in LISTED_STATES])
+    scope = telemetry.scope
+    yield render_whole(SCOPE, [((scope.mode,), 1.0)])
+    yield render_whole(SCOPE_NAMESPACES, [((), float(len(scope.namespaces)))])
+    forbidden_in = telemetry.forbidden_in.copy()
+    yield render_whole(FORBIDDEN_IN, [(key, float(len(forbidden_in.get(key, ())))) for key, _ in kinds])
     for spec in PER_KIND:
         rows: list[Row] = []
         for (group, kind), stats in kinds:

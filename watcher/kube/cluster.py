@@ -36,9 +36,10 @@ from watcher.kube.ledger import Sink
 from watcher.kube.link import Link
 from watcher.kube.reflector import Reflector, WatchOptions
 from watcher.kube.resources import BUILT_IN, CRDS, ON_DEMAND_BY_KEY, Resource, crd_resource, wanted
+from watcher.kube.scoped import NamespacedKind
 from watcher.logs import fields, get_logger
 from watcher.model.types import ControllerSpec
-from watcher.telemetry import KindKey, Telemetry, kind_name
+from watcher.telemetry import KindKey, KindStats, Telemetry, kind_name
 
 log = get_logger("kube")
 
@@ -60,9 +61,11 @@ class ClusterWatcher:
         options: WatchOptions | None = None,
         built_in: Sequence[Resource] = BUILT_IN,
         listed_limit: int = 50,
+        namespaces: Sequence[str] = (),
     ) -> None:
         """`built_in`: the built-in kinds to watch (a one-shot reader needs fewer), CRDs among them;
-        `listed_limit`: how many kinds at most are watched because an inventory lists them."""
+        `listed_limit`: how many kinds at most are watched because an inventory lists them;
+        `namespaces`: namespace mode, each namespaced kind read in these only (kube/scoped.py)."""
         self._api, self._sink, self._telemetry = api, sink, telemetry
         self._built_in = tuple(built_in)
         self._controllers = tuple(controllers)
@@ -71,8 +74,9 @@ class ClusterWatcher:
         self._unserved: frozenset[tuple[str, str]] = frozenset()
         """The `_extra` kinds no CRD serves, as last logged."""
         self._keep = keep_namespace
+        self._namespaces = tuple(namespaces)
         self._options = options or WatchOptions()
-        self._running: dict[KindKey, tuple[Reflector, asyncio.Task[None]]] = {}
+        self._running: dict[KindKey, tuple[Reflector | NamespacedKind, asyncio.Task[None]]] = {}
         self._custom: dict[str, Resource] = {}
         """CRD name -> the resource we watch for it."""
         self._discovered: dict[KindKey, Resource] = {}
@@ -116,18 +120,34 @@ class ClusterWatcher:
     # -- Reflectors ------------------------------------------------------------------------
 
     def _start(self, resource: Resource, sink: Sink) -> None:
-        reflector = Reflector(
-            self._api,
-            resource,
-            sink,
-            self._telemetry,
-            self.link,
-            options=self._options,
-            keep_namespace=self._keep,
+        def reflector(resource: Resource, sink: Sink, stats: KindStats | None = None) -> Reflector:
+            return Reflector(
+                self._api,
+                resource,
+                sink,
+                self._telemetry,
+                self.link,
+                options=self._options,
+                keep_namespace=self._keep,
+                stats=stats,
+            )
+
+        where: dict[str, Any] = {}
+        if self._namespaces and resource.namespaced:
+            kind = NamespacedKind(resource, self._namespaces, reflector, sink, self._telemetry)
+            task = asyncio.create_task(kind.run(self._guard), name=f"watch {resource}")
+            self._running[resource.key] = (kind, task)
+            where["namespaces"] = list(self._namespaces)
+        else:
+            one = reflector(resource, sink)
+            self._running[resource.key] = (
+                one,
+                asyncio.create_task(self._guard(one), name=f"watch {resource}"),
+            )
+        log.info(
+            "watching",
+            extra=fields(group=resource.group, kind=resource.kind, version=resource.version, **where),
         )
-        task = asyncio.create_task(self._guard(reflector), name=f"watch {resource}")
-        self._running[resource.key] = (reflector, task)
-        log.info("watching", extra=fields(group=resource.group, kind=resource.kind, version=resource.version))
 
     async def _guard(self, reflector: Reflector) -> None:
         """A bug in one reflector must not silently end that kind's watch: log and restart it."""

@@ -49,6 +49,10 @@ class Ledger:
         self.malformed: Malformed = stats.unreadable
         self._where = {"group": resource.group, "kind": resource.kind}
 
+    @property
+    def keys(self) -> frozenset[ObjectKey]:
+        return frozenset(self._keys)
+
     def accept(self, key: ObjectKey, projected: Mapping[str, Any]) -> None:
         if self.malformed.pop(key, None) is not None:
             self._malformed_changed()

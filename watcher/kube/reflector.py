@@ -90,13 +90,15 @@ class Reflector:
         *,
         options: WatchOptions,
         keep_namespace: Callable[[str], bool] = lambda namespace: True,
+        stats: KindStats | None = None,
     ) -> None:
+        """`stats`: where to keep count (one namespace's, kube/scoped.py), else the kind's."""
         self.resource = resource
         self.rv: str | None = None
         self._api, self._sink, self._link, self._options = api, sink, link, options
         self._keep = keep_namespace
         self._decoder = fast_path(resource.api_version, resource.kind)
-        self.stats: KindStats = telemetry.kind(resource.group, resource.kind)
+        self.stats: KindStats = stats or telemetry.kind(resource.group, resource.kind)
         self._ledger = Ledger(resource, sink, self.stats)
         self._response: aiohttp.ClientResponse | None = None
         self._interrupted = False
@@ -105,6 +107,8 @@ class Reflector:
         self._activity = 0.0
         self._backoff = Backoff(initial=options.backoff_initial, cap=options.backoff_cap)
         self._kind = {"group": resource.group, "kind": resource.kind}
+        if resource.namespace:
+            self._kind["namespace"] = resource.namespace
         self._where = fields(**self._kind)
 
     # -- Control, from the supervisor ------------------------------------------------------
@@ -120,6 +124,10 @@ class Reflector:
         """Cut short a backoff sleep caused by an unreachable server (it is back)."""
         if self._wakeable:
             self._wake.set()
+
+    def held(self) -> frozenset[ObjectKey]:
+        """The objects it delivers to the sink now."""
+        return self._ledger.keys
 
     # -- The loop --------------------------------------------------------------------------
 

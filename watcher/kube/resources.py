@@ -24,7 +24,8 @@ from watcher.model.types import ControllerSpec
 
 @dataclass(frozen=True, slots=True)
 class Resource:
-    """A kind as the API server serves it; watched cluster-wide (optionally field-selected)."""
+    """A kind as the API server serves it; watched cluster-wide, or in one `namespace` (namespace
+    mode, kube/scoped.py), optionally field-selected."""
 
     group: str
     version: str
@@ -32,6 +33,7 @@ class Resource:
     plural: str
     namespaced: bool = True
     field_selector: str = ""
+    namespace: str = ""
 
     @property
     def api_version(self) -> str:
@@ -39,9 +41,10 @@ class Resource:
 
     @property
     def path(self) -> str:
-        """The cluster-wide collection URL path."""
+        """The collection URL path: cluster-wide, or of its namespace."""
         base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
-        return f"{base}/{self.plural}"
+        where = f"/namespaces/{self.namespace}" if self.namespace and self.namespaced else ""
+        return f"{base}{where}/{self.plural}"
 
     @property
     def key(self) -> tuple[str, str]:

@@ -92,6 +92,9 @@ def _banners(status: Mapping[str, Any]) -> Iterable[tuple[str, str]]:
     ]
     if forbidden:
         yield "stale", "Cannot see (403 Forbidden, not judged): " + ", ".join(forbidden)
+    scope = status.get("scope") or {}
+    if scope.get("mode") == "namespaces":  # a tenant's view: say what is outside it
+        yield "pending", scope["said"][:1].upper() + scope["said"][1:]
 
 
 def roots(evaluation: Evaluation, *, objects: int, changes: Snapshot | None = None) -> Iterable[Part]:

@@ -163,6 +163,13 @@ def _changes(state: PageState, query: Query, now: datetime) -> Iterable[Part]:
     return changes_parts(state.changes, now=now)
 
 
+def _controllers(state: PageState, query: Query, now: datetime) -> Iterable[Part]:
+    assert state.evaluation is not None
+    scope = state.status.get("scope") or {}
+    evaluation = state.evaluation
+    return tables.controllers(evaluation.controllers, now=evaluation.now, namespaces=scope.get("namespaces"))
+
+
 def _stacks(state: PageState, query: Query, now: datetime) -> Iterable[Part]:
     yield from _search(query)
     forest = state.stacks.forest() if state.stacks is not None else None
@@ -223,7 +230,7 @@ SECTIONS: tuple[Section, ...] = (
     _section("changes", _changes),
     STACKS,
     _section("rejected", _of(lambda e, q: cards.rejected(e.rejected))),
-    _section("controllers", _of(lambda e, q: tables.controllers(e.controllers, now=e.now))),
+    _section("controllers", _controllers),
     _section(
         "objects", _of(lambda e, q: tables.objects(e.objects, e.findings, namespace=q.namespace, now=e.now))
     ),

@@ -232,6 +232,8 @@ async def readyz(request: web.Request) -> web.Response:
     set_aside = telemetry.set_aside()
     if ready and set_aside:
         why += f"; {set_aside} set aside (rejected or malformed, see /api/v1/findings)"
+    if telemetry.scope.namespaces:  # what it cannot see is not a healthy nothing
+        why += f"; {telemetry.scope_said()}"
     return web.Response(text=f"{why}\n", status=200 if ready else 503)
 
 
@@ -347,6 +349,12 @@ def watch_status(telemetry: Telemetry, evaluation: Evaluation | None) -> dict[st
         "unsynced_kinds": telemetry.unsynced(),
         "unjudged_kinds": unjudged,
         "unauthorized": telemetry.unauthorized,
+        "scope": {
+            "mode": telemetry.scope.mode,
+            "namespaces": list(telemetry.scope.namespaces),
+            "cannot_see": telemetry.unseen(),
+            "said": telemetry.scope_said(),
+        },
     }
 
 

@@ -20,8 +20,19 @@ from watcher.web.html import more, row, since
 from watcher.web.parts import Part
 
 
-def controllers(found: Sequence[ControllerHealth], *, now: datetime) -> Iterable[Part]:
+def controllers(
+    found: Sequence[ControllerHealth], *, now: datetime, namespaces: Sequence[str] | None = None
+) -> Iterable[Part]:
+    """`namespaces`: namespace mode's, outside which a controller's workload cannot be seen: the
+    controllers not found there are unknown, never up (nor down)."""
     lines = ["<h2>Controllers</h2>"]
+    if namespaces:
+        lines.append(
+            '<p class="v-not-judged">Only the controllers in namespaces '
+            f"{escape(', '.join(namespaces))} can be seen: any other (Flux's, in flux-system) is "
+            "<strong>unknown</strong>, never taken as up, and what it reconciles is judged from its "
+            "status alone.</p>"
+        )
     if not found:
         lines.append("<p>No controller workload found.</p>")
     else:
