@@ -216,9 +216,9 @@ class Telemetry:
         return True, "ok"
 
     def unseen(self) -> list[str]:
-        """What the scope leaves out and what answers 403, named: never "nothing there"."""
-        said = [kind_name(key) + " (403)" for key in self.forbidden()]
-        said += [
+        """What the scope leaves out and the namespaces that answer 403 for a kind readable
+        elsewhere, named: never "nothing there" (kinds refused everywhere: forbidden())."""
+        said = [
             f"{kind_name(key)} in {', '.join(namespaces)} (403)"
             for key, namespaces in sorted(self.forbidden_in.items())
             if namespaces and key in self.kinds
