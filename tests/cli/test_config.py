@@ -298,8 +298,9 @@ def test_bad_set_options_name_the_option(assignments: list[str], message: str) -
 DURATION = "expected a duration such as 90s, 10m or 1h30m (units h, m, s, ms), or a number of seconds"
 FINDING_TYPES = ", ".join(FindingType)
 TOP_LEVEL = (
-    "thresholds, severities, include_namespaces, exclude_namespaces, controllers, conflict_watch_kinds, "
-    "watch_kinds, listed_kinds_limit, listen, kubeconfig, context, log_level, log_format, otel_exporter, "
+    "thresholds, severities, include_namespaces, exclude_namespaces, namespaces, controllers, "
+    "conflict_watch_kinds, watch_kinds, listed_kinds_limit, listen, kubeconfig, context, log_level, "
+    "log_format, otel_exporter, "
     "timeline_entries, heartbeat_interval, heartbeat_timeout, heartbeat_concurrency, heartbeat_prometheus, "
     "heartbeat_prometheus_bearer_token_file, heartbeat_prometheus_basic_auth_user, "
     "heartbeat_prometheus_basic_auth_password_file, heartbeat_prometheus_ca_file"
