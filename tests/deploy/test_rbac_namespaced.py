@@ -22,7 +22,8 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.controlplane.harness import CRDS, ControlPlane, binaries_dir, free_port
-from tests.deploy.conftest import DEPLOY, REPO, Running, render
+from tests.deploy.conftest import DEPLOY, HERE, REPO, Running, render
+from tests.deploy.test_manifests import assert_accepted_without_warnings
 from tests.kube.objects import ago, cond, deployment, flux, ready
 
 pytestmark = pytest.mark.cluster
@@ -63,7 +64,7 @@ def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
     plane = ControlPlane(bin_dir=binaries_dir(), apiserver_args=audit)
     plane.start()
     try:
-        plane.install_crds(CRDS)
+        plane.install_crds(CRDS, HERE / "crds.yaml")
         yield plane
     finally:
         plane.stop()
@@ -199,3 +200,13 @@ def test_the_tenant_overlays_roles_are_generated_from_the_cluster_role_and_up_to
         [sys.executable, str(TENANT / "generate.py"), "--check"], capture_output=True, text=True, check=False
     )
     assert result.returncode == 0, f"run `python deploy/overlays/tenant/generate.py`:\n{result.stderr}"
+
+
+def test_the_whole_tenant_overlay_is_accepted_and_creates_nothing_cluster_wide(
+    plane: ControlPlane, tenant: Path
+) -> None:
+    rendered = render(plane, TENANT)
+    assert_accepted_without_warnings(plane, rendered)
+    assert {o["metadata"].get("namespace") for o in rendered} == set(MINE)
+    config = next(o for o in rendered if o["kind"] == "ConfigMap")["data"]["config.yaml"]
+    assert yaml.safe_load(config)["namespaces"] == list(MINE)
