@@ -27,7 +27,7 @@ from watcher.kube.heartbeats import HeartbeatReader
 from watcher.kube.live import LiveModel
 from watcher.kube.reflector import WatchOptions
 from watcher.logs import fields, get_logger, setup_logging
-from watcher.telemetry import Scope, Telemetry
+from watcher.telemetry import Telemetry
 from watcher.terminal import complain
 from watcher.tracing import TracingUnavailable, configure_tracing
 from watcher.web import server
@@ -125,7 +125,7 @@ class Runtime:
     ) -> None:
         config = build_model_config(settings)
         self.settings = settings
-        self.telemetry = Telemetry(scope=scope_of(settings))
+        self.telemetry = Telemetry(scope=settings.scope())
         self.live = LiveModel(
             config, self.telemetry, debounce=debounce, tick=tick, timeline_entries=settings.timeline_entries
         )
@@ -198,12 +198,6 @@ class Runtime:
                 await asyncio.gather(task, return_exceptions=True)
         if self._runner is not None:
             await self._runner.cleanup()
-
-
-def scope_of(settings: Settings) -> Scope:
-    return Scope(
-        tuple(settings.namespaces), tuple(settings.include_namespaces), tuple(settings.exclude_namespaces)
-    )
 
 
 async def serve(settings: Settings) -> int:

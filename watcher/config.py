@@ -61,6 +61,7 @@ from watcher.model.types import (
     Severity,
     Thresholds,
 )
+from watcher.telemetry import Scope
 
 ENV_PREFIX = "STALEWATCH_"
 TOOLING_VARIABLES = frozenset(
@@ -388,6 +389,10 @@ class Settings(BaseSettings):
                 f"expected [HOST]:PORT such as ':8080', '127.0.0.1:9090' or '[::1]:8080'; got {value!r}"
             )
         return value
+
+    def scope(self) -> Scope:
+        """Where the watcher looks, as its outputs say it (telemetry.Scope)."""
+        return Scope(tuple(self.namespaces), tuple(self.include_namespaces), tuple(self.exclude_namespaces))
 
     def watches_namespace(self, namespace: str) -> bool:
         """Cluster-scoped objects (namespace "") are always in; otherwise namespaces (namespace

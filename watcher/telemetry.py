@@ -153,7 +153,8 @@ class Telemetry:
     last two are not read, and not about to be."""
     forbidden_in: dict[KindKey, tuple[str, ...]] = field(default_factory=dict)
     """Namespace mode: per kind readable in some namespaces, those that answer 403 (kube/scoped.py)."""
-    scope: Scope = field(default_factory=lambda: Scope(()))
+    scope: Scope = field(default_factory=Scope)
+    """Where it looks (the namespaces setting, or the cluster mode's filters)."""
     heartbeat_reads: dict[str, Counter[str]] = field(default_factory=dict)
     """Per controller (ControllerSpec name), its heartbeat reads by result (HEARTBEAT_RESULTS)."""
     heartbeat_read_seconds: dict[str, float] = field(default_factory=dict)

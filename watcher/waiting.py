@@ -28,7 +28,7 @@ from watcher.kube.client import KubeConfigError, get, load_client
 from watcher.kube.cluster import ClusterWatcher
 from watcher.kube.live import LiveModel
 from watcher.kube.reflector import WatchOptions
-from watcher.kube.resources import Resource
+from watcher.kube.resources import CRDS, Resource
 from watcher.logs import setup_logging
 from watcher.model.ingest.kinds import KINDS, Judge
 from watcher.model.ingest.objects import key_of
@@ -152,6 +152,12 @@ def wait_command(args: argparse.Namespace) -> int:
         for line in error.lines:
             complain(line)
         return EXIT_CANNOT_WAIT
+    for target in targets:
+        if not settings.watches_namespace(target.key.namespace):  # never "not found": not looked at
+            complain(
+                f"stalewatch wait: {target} is outside the namespaces watched ({settings.scope().said()})"
+            )
+            return EXIT_CANNOT_WAIT
     setup_logging(level="error", fmt="text", stream=sys.stderr)
     limits = Limits(timeout=args.timeout, grace=args.grace, blind=args.blind_timeout)
     try:
@@ -249,6 +255,9 @@ def blindness(telemetry: Telemetry, *, answered: bool) -> str:
     if not telemetry.started:
         return "discovering the kinds to watch"
     needed = {key: s for key, s in list(telemetry.kinds.items()) if key in NEEDED}
+    crds = needed.get(CRDS.key)
+    if telemetry.scope.namespaces and crds is not None and crds.forbidden:
+        del needed[CRDS.key]  # a tenant may read no CRD: its custom kinds come from API discovery
     forbidden = sorted(kind_name(key) for key, s in needed.items() if s.forbidden)
     if forbidden:
         return "403 Forbidden: may not list and watch " + ", ".join(forbidden)
@@ -281,7 +290,7 @@ async def wait_for(
 ) -> Result:
     """Watch until the verdict is final."""
     config = build_model_config(settings)
-    telemetry = Telemetry()
+    telemetry = Telemetry(scope=settings.scope())
     live = LiveModel(config, telemetry, clock=clock)
     sink = WaitSink(live)
     watcher = ClusterWatcher(

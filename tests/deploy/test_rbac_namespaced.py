@@ -25,6 +25,7 @@ from tests.controlplane.harness import CRDS, ControlPlane, binaries_dir, free_po
 from tests.deploy.conftest import DEPLOY, HERE, REPO, Running, render
 from tests.deploy.test_manifests import assert_accepted_without_warnings
 from tests.kube.objects import ago, cond, deployment, flux, ready
+from tests.wait.stack import REV_A, SOURCE, applied, source
 
 pytestmark = pytest.mark.cluster
 
@@ -102,6 +103,14 @@ def tenant(plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Pat
         stalled(OTHER, "not-mine"),
         deployment("flux-system", "kustomize-controller", available=0),  # down, but not the tenant's to see
         {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db", "namespace": "team-a"}},
+        source("team-b", REV_A),
+        flux(
+            "Kustomization",
+            "team-b",
+            "shipped",
+            spec={"sourceRef": SOURCE, "path": "./"},
+            status=applied(REV_A),
+        ),
     )
     token = plane.service_account_token("team-a", "stalewatch")
     return plane.write_kubeconfig(tmp_path_factory.mktemp("tenant") / "kubeconfig", user={"token": token})
@@ -210,3 +219,12 @@ def test_the_whole_tenant_overlay_is_accepted_and_creates_nothing_cluster_wide(
     assert {o["metadata"].get("namespace") for o in rendered} == set(MINE)
     config = next(o for o in rendered if o["kind"] == "ConfigMap")["data"]["config.yaml"]
     assert yaml.safe_load(config)["namespaces"] == list(MINE)
+
+
+def test_the_tenant_can_wait_for_its_own_stack_in_namespace_mode(tenant: Path) -> None:
+    command = [sys.executable, "-m", "watcher", "wait", "ks/team-b/shipped", f"--revision={REV_A}"]
+    command += [f"--kubeconfig={tenant}", "--namespaces=team-a,team-b", "--timeout=60s", "-o", "json"]
+    done = subprocess.run(
+        command, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr

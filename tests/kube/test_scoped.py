@@ -46,6 +46,16 @@ def test_a_namespace_that_is_not_a_dns_label_is_a_config_error_exit_2(
     )
 
 
+def test_wait_refuses_a_target_outside_the_namespaces_it_may_watch_rather_than_call_it_missing(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["wait", "ks/team-c/apps", "--namespaces", "team-a,team-b"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "stalewatch wait: kustomization team-c/apps is outside the namespaces watched "
+        "(watching namespaces team-a, team-b (namespace-scoped))"
+    )
+
+
 def test_in_namespace_mode_a_namespaced_kind_is_read_at_its_namespace_path_a_cluster_one_as_ever() -> None:
     assert KUSTOMIZATIONS.path == "/apis/kustomize.toolkit.fluxcd.io/v1/kustomizations"
     one = part(kind(Telemetry(), MemorySink(), "team-a"), "team-a").resource

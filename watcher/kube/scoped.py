@@ -40,7 +40,7 @@ class NamespacedKind:
         telemetry: Telemetry,
     ) -> None:
         self.resource = resource
-        self._sink, self._telemetry = sink, telemetry
+        self.sink, self._telemetry = sink, telemetry
         self.stats = telemetry.kind(resource.group, resource.kind)
         shared = self.stats
         self._parts: dict[str, Reflector] = {}
@@ -104,17 +104,17 @@ class _Part:
         self._kind = kind
 
     def upsert(self, resource: Resource, obj: Mapping[str, Any]) -> None:
-        self._kind._sink.upsert(self._kind.resource, obj)
+        self._kind.sink.upsert(self._kind.resource, obj)
         self._kind.count()
 
     def delete(self, resource: Resource, obj: dict[str, Any]) -> None:
-        self._kind._sink.delete(self._kind.resource, obj)
+        self._kind.sink.delete(self._kind.resource, obj)
         self._kind.count()
 
     def retain(self, resource: Resource, keys: set[ObjectKey]) -> None:
-        self._kind._sink.retain(self._kind.resource, keys | self._kind.held(resource.namespace))
+        self._kind.sink.retain(self._kind.resource, keys | self._kind.held(resource.namespace))
         self.notify()
 
     def notify(self) -> None:
         self._kind.refresh()
-        self._kind._sink.notify()
+        self._kind.sink.notify()

@@ -29,7 +29,7 @@ def controllers(
     if namespaces:
         lines.append(
             '<p class="v-not-judged">Only the controllers in namespaces '
-            f"{escape(', '.join(namespaces))} can be seen: any other (Flux's, in flux-system) is "
+            f"{escape(', '.join(namespaces))} can be seen: any other (Flux's run in flux-system) is "
             "<strong>unknown</strong>, never taken as up, and what it reconciles is judged from its "
             "status alone.</p>"
         )
