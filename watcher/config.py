@@ -434,6 +434,7 @@ def build_model_config(settings: Settings) -> ModelConfig:
         thresholds=settings.thresholds.to_thresholds(),
         severities=dict(settings.severities),
         controllers=effective_controllers(settings),
+        namespaces=tuple(settings.namespaces),
     )
 
 

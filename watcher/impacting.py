@@ -110,7 +110,12 @@ def impact_command(args: argparse.Namespace) -> int:
             where = "in the snapshot"
         for error in errors:
             complain(printable(f"stalewatch: {error}"))
+        store.namespaces = frozenset(settings.namespaces)
         target = parse_target(args.target, spellings(_crds(store)))
+        if not store.sees(target):
+            raise BadInput(
+                f"{describe(target)} is outside the namespaces looked at ({settings.scope().said()})"
+            )
         if store.get(target) is None:
             why = "" if not live else sight.unseen(target.group, target.kind)
             because = f" ({target.kind}: {why})" if why else ""

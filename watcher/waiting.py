@@ -293,6 +293,7 @@ async def wait_for(
     telemetry = Telemetry(scope=settings.scope())
     live = LiveModel(config, telemetry, clock=clock)
     sink = WaitSink(live)
+    sink.store.namespaces = frozenset(settings.namespaces)
     watcher = ClusterWatcher(
         api,
         sink,

@@ -103,6 +103,13 @@ def tenant(plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Pat
         stalled(OTHER, "not-mine"),
         deployment("flux-system", "kustomize-controller", available=0),  # down, but not the tenant's to see
         {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db", "namespace": "team-a"}},
+        flux(
+            "Kustomization",
+            "team-b",
+            "spans",
+            spec={"path": "./", "prune": True},
+            status={**ready(), "inventory": {"entries": [{"id": "team-c_web_apps_Deployment", "v": "v1"}]}},
+        ),
         source("team-b", REV_A),
         flux(
             "Kustomization",
@@ -160,6 +167,15 @@ def test_it_judges_the_tenants_stacks_and_nothing_outside_them(ready_body: str, 
     assert ("Stalled", "team-a", "failing") in judged
     assert {ns for _, ns, _ in judged} == {"team-a"}, "team-b's is healthy, team-c's not the tenant's"
     assert {t for t, _, _ in judged}.isdisjoint({"ControllerDown", "StatusStale"})
+
+
+def test_what_a_stack_applies_in_a_namespace_it_does_not_watch_is_not_judged_never_missing(
+    ready_body: str, running: Running
+) -> None:
+    status, page = running.get("/stacks/team-b/spans")
+    assert status == 200, page
+    assert "not judged: stalewatch does not watch namespace team-c" in page
+    assert "but not in the cluster" not in page
 
 
 def test_the_flux_controllers_it_may_not_read_are_never_up(ready_body: str, running: Running) -> None:

@@ -3,7 +3,11 @@ over its namespaces so that a namespace it may not read is named, never taken as
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import orjson
 import pytest
+import yaml
 
 from tests.kube.support import FAST, MemorySink
 from watcher.cli import main
@@ -115,3 +119,46 @@ def test_the_cluster_mode_scope_says_its_filters() -> None:
     assert Scope().said() == "watching all namespaces (cluster-wide)"
     assert Scope(exclude=("sandbox",)).said() == "watching all namespaces except sandbox (cluster-wide)"
     assert Telemetry().scope_said() == "watching all namespaces (cluster-wide)"
+
+
+def snapshot(tmp_path: Path, *, applies: bool = True) -> str:
+    """A tenant's Kustomization in team-a that applies a Deployment in team-c (or nothing)."""
+    applier = {
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+        "kind": "Kustomization",
+        "metadata": {"name": "apps", "namespace": "team-a"},
+        "spec": {
+            "interval": "10m",
+            "path": "./",
+            "prune": True,
+            "sourceRef": {"kind": "GitRepository", "name": "x"},
+        },
+        "status": {
+            "inventory": {"entries": [{"id": "team-c_web_apps_Deployment", "v": "v1"}] if applies else []}
+        },
+    }
+    path = tmp_path / "snapshot.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [applier]}))
+    return str(path)
+
+
+def test_impact_in_namespace_mode_never_says_nothing_depends_on_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What depends on it may live in a namespace it does not look at."""
+    path = snapshot(tmp_path, applies=False)
+    main(["impact", "ks/team-a/apps", path, "-o", "json"])
+    assert orjson.loads(capsys.readouterr().out)["outcome"] == "nothing"
+    main(["impact", "ks/team-a/apps", path, "--namespaces", "team-a", "-o", "json"])
+    answer = orjson.loads(capsys.readouterr().out)
+    assert answer["outcome"] == "unknown"
+    assert answer["not_looked_at"] == ["namespaces other than team-a: not looked at"]
+
+
+def test_impact_refuses_a_target_outside_the_namespaces_rather_than_call_it_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["impact", "deploy/team-c/web", snapshot(tmp_path), "--namespaces", "team-a"]) == 2
+    assert "is outside the namespaces looked at (watching namespaces team-a (namespace-scoped))" in (
+        capsys.readouterr().err
+    )

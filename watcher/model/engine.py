@@ -103,6 +103,7 @@ class HealthModel:
     def __init__(self, config: ModelConfig | None = None) -> None:
         self._config = config or ModelConfig()
         self._store = Store()
+        self._store.namespaces = frozenset(self._config.namespaces)
         self._local: dict[Key, _Local] = {}
         self._with_findings: set[Key] = set()
         """Keys whose findings are correlation candidates (all but the satellites)."""

@@ -287,6 +287,9 @@ class ModelConfig:
     thresholds: Thresholds = field(default_factory=Thresholds)
     severities: Mapping[FindingType, Severity] = field(default_factory=lambda: dict(DEFAULT_SEVERITIES))
     controllers: tuple[ControllerSpec, ...] = DEFAULT_CONTROLLERS
+    namespaces: tuple[str, ...] = ()
+    """The only namespaces the watcher reads (namespace mode); (): every one. An object in
+    another is never seen, so its absence is not judged (never "missing")."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -94,9 +94,15 @@ class Store:
         self._reverse: dict[str, dict[Key, set[Key]]] = defaultdict(lambda: defaultdict(set))
         self._links: dict[Key, Links] = {}
         self.blind: frozenset[str] = frozenset()
+        self.namespaces: frozenset[str] = frozenset()
+        """The only namespaces the watcher reads (ModelConfig.namespaces); empty: every one."""
 
     def visible(self, kind: str) -> bool:
         return kind not in self.blind
+
+    def sees(self, key: Key) -> bool:
+        """Whether `key` would be here if it existed: its kind visible, its namespace read."""
+        return _sees(key, self.blind, self.namespaces)
 
     def get(self, key: Key) -> Mapping[str, Any] | None:
         return unpacked(self._objects.get(key)) if key.kind not in self.blind else None
@@ -218,15 +224,25 @@ class Store:
                 )
                 for key in keys:
                     held[key] = self._objects[key]
-        return Snapshot(held, self.blind)
+        return Snapshot(held, self.blind, self.namespaces)
+
+
+def _sees(key: Key, blind: frozenset[str], namespaces: frozenset[str]) -> bool:
+    return key.kind not in blind and (not namespaces or not key.namespace or key.namespace in namespaces)
 
 
 class Snapshot:
     """Objects copied by reference out of a Store (see Store.snapshot), unpacked when read."""
 
-    def __init__(self, objects: dict[Key, Mapping[str, Any] | bytes], blind: frozenset[str]) -> None:
+    def __init__(
+        self,
+        objects: dict[Key, Mapping[str, Any] | bytes],
+        blind: frozenset[str],
+        namespaces: frozenset[str] = frozenset(),
+    ) -> None:
         self._objects = objects
         self._blind = blind
+        self._namespaces = namespaces
         self._by_kind: dict[tuple[str, str], list[Key]] = defaultdict(list)
         for key in sorted(objects):
             self._by_kind[key.group, key.kind].append(key)
@@ -245,6 +261,9 @@ class Snapshot:
 
     def visible(self, kind: str) -> bool:
         return kind not in self._blind
+
+    def sees(self, key: Key) -> bool:
+        return _sees(key, self._blind, self._namespaces)
 
 
 class View(Protocol):

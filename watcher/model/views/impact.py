@@ -85,7 +85,11 @@ def impact(target: Key, store: Store, *, controllers: Sequence[ControllerSpec], 
     obj = store.get(target)
     installers = tuple(dict.fromkeys(claims(store, obj))) if obj is not None else ()
     action = Action.STOPPING if walk.controller(target) is not None else Action.REMOVING
-    return Impact(root, action, installers, tuple(walk.blind))
+    blind = tuple(walk.blind)
+    if store.namespaces:  # what depends on it elsewhere was not looked at: never "nothing"
+        others = f"namespaces other than {', '.join(sorted(store.namespaces))}: not looked at"
+        blind = (others, *blind)
+    return Impact(root, action, installers, blind)
 
 
 def _tree(

@@ -57,6 +57,10 @@ class Objects(Protocol):
 
     def visible(self, kind: str) -> bool: ...
 
+    def sees(self, key: Key) -> bool:
+        """Whether `key` would be among them if it existed (kind visible, namespace read)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class Reconciler:
@@ -348,6 +352,8 @@ def _absent(key: Key, snapshot: Objects, parent: Key | None) -> tuple[Verdict, s
             Verdict.NOT_JUDGED,
             f"not judged: stalewatch cannot see {key.kind} (forbidden or not listed yet)",
         )
+    if not snapshot.sees(key):
+        return Verdict.NOT_JUDGED, f"not judged: stalewatch does not watch namespace {key.namespace}"
     where = f"applied by {parent.kind} {parent.namespace}/{parent.name}" if parent else "a root"
     return Verdict.MISSING, f"{where} but not in the cluster"
 

@@ -73,6 +73,10 @@ class Tree(View, Protocol):
 
     def in_namespace(self, group: str, kind: str, namespace: str) -> Iterable[Mapping[str, Any]]: ...
 
+    def sees(self, key: Key) -> bool:
+        """Whether `key` would be here if it existed (its kind visible, its namespace read)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class ObjectState:
@@ -147,6 +151,9 @@ def _absent(key: Key, ctx: Asked, parent: Key | None) -> ObjectState:
     """Not there: not created yet, or of a kind nobody can see here (never taken as fine)."""
     if (key.group, key.kind) in ctx.forbidden:
         why = f"not judged: stalewatch may not list {key.kind}.{key.group} here (403 Forbidden)"
+        return ObjectState(key, State.UNKNOWN, why, parent=parent)
+    if not ctx.view.sees(key):
+        why = f"not judged: stalewatch does not watch namespace {key.namespace}"
         return ObjectState(key, State.UNKNOWN, why, parent=parent)
     if ctx.served is None or (key.group, key.kind) in ctx.served:
         return ObjectState(key, State.MISSING, "not created yet", parent=parent)
