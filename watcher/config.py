@@ -82,6 +82,9 @@ MAX_FACTOR = 1000.0
 """A Reconciling=True that outlasts a thousand intervals is stuck by any measure."""
 MAX_COUNT = 10_000
 """A denial seen ten thousand times recurs by any measure."""
+MAX_NAMESPACES = 100
+"""Namespace mode keeps a list + watch per kind per namespace (some 30 each): past this many
+namespaces, cluster mode's one per kind is the sane choice."""
 
 _DURATION_HINT = "expected a duration such as 90s, 10m or 1h30m (units h, m, s, ms), or a number of seconds"
 _NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
@@ -346,6 +349,11 @@ class Settings(BaseSettings):
         """Namespace mode watches only these: the cluster mode's filters would only contradict
         it (an include outside them cannot be read, an exclude among them is a typo of one)."""
         _check_namespaces(value)
+        if len(set(value)) > MAX_NAMESPACES:
+            raise ValueError(
+                f"at most {MAX_NAMESPACES} namespaces (each costs a watch per kind); got {len(set(value))}: "
+                "watch more with cluster mode and include_namespaces"
+            )
         if value and (info.data.get("include_namespaces") or info.data.get("exclude_namespaces")):
             raise ValueError(
                 "namespaces replaces include_namespaces and exclude_namespaces: "

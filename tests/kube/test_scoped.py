@@ -40,6 +40,12 @@ def test_the_namespaces_setting_takes_a_comma_list_and_replaces_the_cluster_filt
         load_settings(overrides={"namespaces": "team-a", "include_namespaces": "team-b"})
 
 
+def test_more_namespaces_than_namespace_mode_is_for_is_a_config_error() -> None:
+    many = ",".join(f"team-{i}" for i in range(101))
+    with pytest.raises(ConfigError, match="at most 100 namespaces"):
+        load_settings(overrides={"namespaces": many})
+
+
 @pytest.mark.parametrize("command", [["run"], ["wait", "ks/team-a/apps"]])
 def test_a_namespace_that_is_not_a_dns_label_is_a_config_error_exit_2(
     command: list[str], capsys: pytest.CaptureFixture[str]
