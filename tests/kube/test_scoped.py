@@ -12,6 +12,7 @@ import yaml
 from tests.kube.support import FAST, MemorySink
 from watcher.cli import main
 from watcher.config import ConfigError, load_settings
+from watcher.kube.ledger import Sink
 from watcher.kube.link import Link
 from watcher.kube.rbac import CLUSTER_SCOPED, namespaced_rules
 from watcher.kube.reflector import Reflector
@@ -23,9 +24,9 @@ KUSTOMIZATIONS = Resource("kustomize.toolkit.fluxcd.io", "v1", "Kustomization", 
 
 
 def kind(telemetry: Telemetry, sink: MemorySink, *namespaces: str) -> NamespacedKind:
-    def make(resource: Resource, part: object, stats: KindStats) -> Reflector:
-        link = Link(telemetry, lambda up: None)
-        return Reflector(None, resource, part, telemetry, link, options=FAST, stats=stats)  # type: ignore[arg-type]
+    def make(resource: Resource, part: Sink, stats: KindStats) -> Reflector:
+        link = Link(telemetry, lambda up: None)  # no request is made: the reflectors never run
+        return Reflector(None, resource, part, telemetry, link, options=FAST, stats=stats)
 
     return NamespacedKind(KUSTOMIZATIONS, namespaces, make, sink, telemetry)
 
