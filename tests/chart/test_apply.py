@@ -12,7 +12,7 @@ import yaml
 
 from tests.chart.conftest import ALL_ON, NAMESPACE, kinds, template
 from tests.controlplane.harness import ControlPlane
-from watcher.kube.resources import BUILT_IN, ON_DEMAND
+from watcher.kube.rbac import CLUSTER_SCOPED, namespaced_rules
 
 pytestmark = pytest.mark.cluster
 
@@ -92,11 +92,9 @@ def test_every_optional_part_on_is_accepted_and_stored_by_the_api_server(plane: 
 def test_namespace_mode_renders_a_role_and_binding_per_namespace_and_nothing_cluster_wide(
     plane: ControlPlane,
 ) -> None:
-    """settings.namespaces comes with the namespace-scoped mode (h44-namespaces); until its
-    setting is in values.schema.json, helm is told to skip the schema."""
-    objects = template(
-        "--skip-schema-validation", "--set", f"settings.namespaces={{{','.join(TENANTS)}}}", release="tenant"
-    )
+    """Each Role holds what watcher/kube/rbac.py (the tenant overlay's generator) derives from
+    the ClusterRole: the chart's template and the program agree on the namespaced rules."""
+    objects = template("--set", f"settings.namespaces={{{','.join(TENANTS)}}}", release="tenant")
     assert "ClusterRole" not in kinds(objects)
     assert "ClusterRoleBinding" not in kinds(objects)
     roles = [o for o in objects if o["kind"] == "Role"]
@@ -106,6 +104,6 @@ def test_namespace_mode_renders_a_role_and_binding_per_namespace_and_nothing_clu
     cluster_wide = {
         (g, r) for rule in cluster_role["rules"] for g in rule["apiGroups"] for r in rule["resources"]
     }
-    cluster_scoped = {(r.group, r.plural) for r in (*BUILT_IN, *ON_DEMAND) if not r.namespaced}
-    assert granted == cluster_wide - cluster_scoped
+    assert granted == cluster_wide - CLUSTER_SCOPED
+    assert all(role["rules"] == namespaced_rules(cluster_role["rules"]) for role in roles)
     assert_applied_and_stored(plane, objects)
