@@ -155,6 +155,9 @@ class Telemetry:
     """Namespace mode: per kind readable in some namespaces, those that answer 403 (kube/scoped.py)."""
     scope: Scope = field(default_factory=Scope)
     """Where it looks (the namespaces setting, or the cluster mode's filters)."""
+    cluster_scoped: set[KindKey] = field(default_factory=set)
+    """Namespace mode: the cluster-scoped kinds it watches, read only where the account may. A
+    tenant's 403 on one is its scope, said on the page, not a broken install to page about."""
     heartbeat_reads: dict[str, Counter[str]] = field(default_factory=dict)
     """Per controller (ControllerSpec name), its heartbeat reads by result (HEARTBEAT_RESULTS)."""
     heartbeat_read_seconds: dict[str, float] = field(default_factory=dict)
@@ -176,6 +179,7 @@ class Telemetry:
     def forget(self, group: str, kind: str) -> None:
         self.kinds.pop((group, kind), None)
         self.forbidden_in.pop((group, kind), None)
+        self.cluster_scoped.discard((group, kind))
 
     @property
     def synced(self) -> bool:

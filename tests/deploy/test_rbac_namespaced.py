@@ -161,6 +161,24 @@ def test_as_the_tenant_it_gets_ready_and_says_its_scope_and_what_it_cannot_see(
     assert "<strong>unknown</strong>, never taken as up" in page
 
 
+def test_its_403_on_cluster_scoped_kinds_is_counted_as_its_scope_not_a_fault_to_page_about(
+    ready_body: str, running: Running
+) -> None:
+    """CustomResourceDefinitions are refused to a tenant (no ClusterRole): forbidden and named,
+    and marked out of its scope, which StalewatchKindForbidden leaves alone (tests/alerts)."""
+    families = {f.name: f for f in text_string_to_metric_families(running.get("/metrics")[1])}
+    crd = {"group": "apiextensions.k8s.io", "kind": "CustomResourceDefinition"}
+    forbidden = {
+        (s.labels["group"], s.labels["kind"])
+        for s in families["stalewatch_kind_forbidden"].samples
+        if s.value
+    }
+    scoped = {(s.labels["group"], s.labels["kind"]) for s in families["stalewatch_kind_out_of_scope"].samples}
+    assert (crd["group"], crd["kind"]) in forbidden
+    assert (crd["group"], crd["kind"]) in scoped
+    assert all(group != "kustomize.toolkit.fluxcd.io" for group, _ in scoped), "namespaced kinds are in scope"
+
+
 def test_it_judges_the_tenants_stacks_and_nothing_outside_them(ready_body: str, running: Running) -> None:
     findings = json.loads(running.get("/api/v1/findings")[1])["findings"]
     judged = {(f["type"], f["subject"]["namespace"], f["subject"]["name"]) for f in findings}

@@ -266,7 +266,11 @@ SELF_ALERTS: tuple[Alert, ...] = (
     ),
     Alert(
         name="StalewatchKindForbidden",
-        expr="max without (" + HA_LABELS + ") (stalewatch_kind_forbidden) == 1",
+        # A tenant's 403 on a cluster-scoped kind is its scope (namespace mode), not a fault.
+        expr=(
+            "max without (" + HA_LABELS + ") (stalewatch_kind_forbidden == 1"
+            " unless on (job, instance, group, kind) stalewatch_kind_out_of_scope == 1)"
+        ),
         for_="5m",
         summary="stalewatch is forbidden to list {{ $labels.kind }}.{{ $labels.group }}",
         description=(

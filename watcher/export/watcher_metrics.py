@@ -162,6 +162,13 @@ FORBIDDEN_IN = Gauge[Row](
     KIND,
     of=_row,
 )
+OUT_OF_SCOPE = Gauge[Row](
+    "stalewatch_kind_out_of_scope",
+    "Namespace mode: 1 for a cluster-scoped kind, read only where the account may; its 403"
+    " (stalewatch_kind_forbidden) is the tenant's scope, named on the page, and not alerted.",
+    KIND,
+    of=_row,
+)
 HEARTBEAT_READ_SECONDS = Gauge[Row](
     "stalewatch_heartbeat_read_duration_seconds",
     "How long the last read of this controller's /metrics took (fetch and parse).",
@@ -181,6 +188,8 @@ def _families(telemetry: Telemetry) -> Iterator[Metric]:
     yield render_whole(SCOPE_NAMESPACES, [((), float(len(scope.namespaces)))])
     forbidden_in = telemetry.forbidden_in.copy()
     yield render_whole(FORBIDDEN_IN, [(key, float(len(forbidden_in.get(key, ())))) for key, _ in kinds])
+    scoped = telemetry.cluster_scoped.copy()
+    yield render_whole(OUT_OF_SCOPE, [(key, 1.0) for key, _ in kinds if key in scoped])
     for spec in PER_KIND:
         rows: list[Row] = []
         for (group, kind), stats in kinds:

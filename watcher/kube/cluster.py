@@ -139,6 +139,8 @@ class ClusterWatcher:
             self._running[resource.key] = (kind, task)
             where["namespaces"] = list(self._namespaces)
         else:
+            if self._namespaces:
+                self._telemetry.cluster_scoped.add(resource.key)
             one = reflector(resource, sink)
             self._running[resource.key] = (
                 one,
