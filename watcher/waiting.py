@@ -30,6 +30,7 @@ from watcher.kube.live import LiveModel
 from watcher.kube.reflector import WatchOptions
 from watcher.kube.resources import CRDS, Resource
 from watcher.logs import setup_logging
+from watcher.model.evaluation import Evaluation
 from watcher.model.ingest.kinds import KINDS, Judge
 from watcher.model.ingest.objects import key_of
 from watcher.model.ingest.packed import Packed
@@ -278,6 +279,17 @@ def _unserved(telemetry: Telemetry, targets: Sequence[Target]) -> Verdict | None
     return Verdict(Outcome.CANNOT_WAIT, f"not served by this API server (is its CRD installed?): {names}")
 
 
+def _unseen_controllers(verdict: Verdict, evaluation: Evaluation | None, *, namespaced: bool) -> Verdict:
+    """Namespace mode may not see the controllers (Flux's, in flux-system): a convergence judged
+    from the objects' own status alone says so, rather than reading as the full check."""
+    if verdict.outcome is not Outcome.CONVERGED or not namespaced or evaluation is None:
+        return verdict
+    if any(c.up for c in evaluation.controllers):
+        return verdict
+    said = "; no controller seen (namespace mode): judged from the objects' own status"
+    return dataclasses.replace(verdict, message=verdict.message + said)
+
+
 async def wait_for(
     settings: Settings,
     api: Any,
@@ -321,10 +333,11 @@ async def wait_for(
         if not reason:
             sink.store.blind = telemetry.blind()
             targets = [_resolved(t, sink.store) for t in targets]
-        return judge(
+        evaluation = None if reason else live.evaluate()
+        found = judge(
             targets,
             view=sink.store,
-            evaluation=None if reason else live.evaluate(),
+            evaluation=evaluation,
             now=now,
             deadline=deadline,
             grace=limits.grace,
@@ -334,6 +347,7 @@ async def wait_for(
             forbidden={kind for kind, stats in telemetry.kinds.items() if stats.forbidden},
             heard=asked.result() if asked is not None and asked.done() else None,
         )
+        return _unseen_controllers(found, evaluation, namespaced=bool(settings.namespaces))
 
     await watcher.start()
     try:

@@ -262,3 +262,5 @@ def test_the_tenant_can_wait_for_its_own_stack_in_namespace_mode(tenant: Path) -
         command, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stdout + done.stderr
+    said = json.loads(done.stdout)["message"]
+    assert said.endswith("; no controller seen (namespace mode): judged from the objects' own status"), said
