@@ -61,12 +61,16 @@ def example(name: str) -> dict[str, Any]:
 
 
 def install_prometheus_operator_crds(lab: Lab) -> None:
-    """deploy/ holds a ServiceMonitor and a PrometheusRule: their kinds must be served. The deploy
-    tests' permissive CRDs of that group (only those: the file's Flux ones would replace the real
-    ones the lab runs)."""
+    """deploy/ holds a ServiceMonitor and a PrometheusRule, and its ClusterRole reads PodMonitors
+    too: their kinds must be served. The deploy tests' permissive CRDs of that group (only those:
+    the file's Flux ones would replace the real ones the lab runs)."""
     crds = yaml.safe_load_all((REPO / "tests" / "deploy" / "crds.yaml").read_text())
     chosen = [crd for crd in crds if crd and crd["spec"]["group"] == PROMETHEUS_OPERATOR_GROUP]
-    assert len(chosen) == 2
+    assert {crd["spec"]["names"]["kind"] for crd in chosen} == {
+        "ServiceMonitor",
+        "PodMonitor",
+        "PrometheusRule",
+    }
     path = lab.workdir / "prometheus-operator-crds.yaml"
     path.write_text(yaml.safe_dump_all(chosen))
     lab.plane.install_crds(path)
