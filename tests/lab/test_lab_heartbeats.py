@@ -1,27 +1,22 @@
 """Heartbeats read from the real Flux controllers: a healthy lab is all Reconciling, and nothing
 is NotReconciling or ControllerStuck once every object has been watched past its due window.
 
-The lab's controllers are host processes: their Pods' IPs are kwok's and lead nowhere, so the
-targets the model names (leader Pod, http-prom port 8080) are pointed at each controller's
-actual metrics address; the rest (reading, parsing, judging) is `stalewatch run`'s own.
-Thresholds are test-sized: 1s slack, 1% jitter, so a GitRepository (interval 1m, timeout 60s)
-is due after about 2m1s and a Kustomization (1m, timeout floor 30s) after 1m31s.
+stalewatch reads the lab as tests/lab/reading.py sets it up (targets at the controllers' host
+ports; 1s slack, 1% jitter), so a GitRepository (interval 1m, timeout 60s) is due after about
+2m1s and a Kustomization (1m, timeout floor 30s) after 1m31s.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-from urllib.parse import urlsplit
 
 import pytest
 
-from tests.kube.support import Samples, metric, poll, settings_for
-from tests.kube.support import running as stalewatch_running
+from tests.kube.support import Samples, metric, poll
 from tests.lab.lab import Lab, wait_for
 from tests.lab.manifests import CONTROLLERS, git_repository, kustomization
+from tests.lab.reading import reading_the_lab
 from tests.lab.test_lab import GITREPOSITORIES, KUSTOMIZATIONS, ready
-from watcher.model.rules.metrics_targets import MetricsTarget
 
 pytestmark = pytest.mark.cluster
 
@@ -35,28 +30,11 @@ def heartbeat(samples: Samples, controller: str) -> float | None:
     return samples.get(("stalewatch_controller_heartbeat", frozenset(labels.items())))
 
 
-def at_the_lab(lab: Lab, target: MetricsTarget) -> MetricsTarget:
-    address = urlsplit(lab.metrics[target.controller])
-    assert target.port == 8080, target  # what the model found: the Deployment's http-prom port
-    pods = tuple((pod, address.hostname or "") for pod, _ in target.pods)
-    return dataclasses.replace(target, port=address.port, pods=pods)
-
-
 async def test_a_healthy_lab_reads_every_controllers_heartbeat_and_finds_none_stuck(lab: Lab) -> None:
     lab.apply(git_repository(lab.git_url), kustomization())
     wait_for("GitRepository Ready", lambda: ready(lab.get(GITREPOSITORIES, "lab")), timeout=120)
     wait_for("Kustomization Ready", lambda: ready(lab.get(KUSTOMIZATIONS, "apps")), timeout=120)
-    thresholds = {"heartbeat_slack": "1s", "heartbeat_jitter_fraction": 0.01, "heartbeat_stale_after": "10s"}
-    settings = settings_for(
-        lab.plane.kubeconfig, thresholds=thresholds, heartbeat_interval="2s", heartbeat_timeout="1s"
-    )
-    async with stalewatch_running(settings) as service:
-        reader = service.runtime.heartbeats
-        assert reader is not None
-        model = service.runtime.live.model
-        reader.targets = lambda: [
-            at_the_lab(lab, t) for t in model.metrics_targets() if t.controller in CONTROLLERS
-        ]
+    async with reading_the_lab(lab) as service:
 
         async def reconciling() -> bool:
             samples = await service.metrics()

@@ -17,12 +17,11 @@ from typing import Any
 
 import pytest
 
-from tests.kube.support import poll, settings_for
-from tests.kube.support import running as stalewatch_running
+from tests.kube.support import poll
 from tests.lab.lab import Lab, wait_for
-from tests.lab.manifests import CONTROLLERS, NAMESPACE, git_repository, kustomization
+from tests.lab.manifests import NAMESPACE, git_repository, kustomization
+from tests.lab.reading import reading_the_lab
 from tests.lab.test_lab import GITREPOSITORIES, KUSTOMIZATIONS, ready
-from tests.lab.test_lab_heartbeats import at_the_lab
 
 pytestmark = pytest.mark.cluster
 
@@ -45,17 +44,7 @@ async def test_an_object_of_a_shard_nobody_runs_is_one_shard_root_with_its_not_r
     lab.apply(git_repository(lab.git_url), kustomization(), labelled(kustomization("sharded"), "shard9"))
     wait_for("Kustomization Ready", lambda: ready(lab.get(KUSTOMIZATIONS, "apps")), timeout=120)
     assert ready(lab.get(GITREPOSITORIES, "lab"))
-    thresholds = {"heartbeat_slack": "1s", "heartbeat_jitter_fraction": 0.01, "heartbeat_stale_after": "10s"}
-    settings = settings_for(
-        lab.plane.kubeconfig, thresholds=thresholds, heartbeat_interval="2s", heartbeat_timeout="1s"
-    )
-    async with stalewatch_running(settings) as service:
-        reader = service.runtime.heartbeats
-        assert reader is not None
-        model = service.runtime.live.model
-        reader.targets = lambda: [
-            at_the_lab(lab, t) for t in model.metrics_targets() if t.controller in CONTROLLERS
-        ]
+    async with reading_the_lab(lab) as service:
 
         async def found() -> dict[str, dict[str, Any]]:
             return {f["id"]: f for f in (await service.findings())["findings"]}

@@ -29,25 +29,18 @@ import yaml
 
 from tests.e2e.rig import ALERT_WITHIN, ALERTMANAGER_EXAMPLE, fast_rules
 from tests.export.promstack import prom_stack_running
-from tests.kube.support import Samples, Service, poll, settings_for
-from tests.kube.support import running as stalewatch_running
+from tests.kube.support import Samples, Service, poll
 from tests.lab.lab import Lab
 from tests.lab.manifests import CONTROLLERS, NAMESPACE
+from tests.lab.reading import reading_the_lab
 from tests.lab.stuck import BLOCKER, KC, QUEUE, QUEUED, heal, hold, parsed, request_reconcile, start
-from tests.lab.test_lab_heartbeats import at_the_lab
 from watcher.model.ingest.controller_metrics import ControllerMetrics
 from watcher.web.cards import root_card_id
 
 pytestmark = pytest.mark.cluster
 
-THRESHOLDS = {
-    "heartbeat_slack": "1s",
-    "heartbeat_jitter_fraction": 0.01,
-    "heartbeat_retry_backoff_cap": "1s",
-    "heartbeat_stale_after": "10s",
-    "queue_not_draining": "20s",
-    "processor_floor": "30s",
-}
+THRESHOLDS = {"heartbeat_retry_backoff_cap": "1s", "queue_not_draining": "20s", "processor_floor": "30s"}
+"""On top of the lab's test-sized heartbeat thresholds (tests/lab/reading.py)."""
 STUCK = f"ControllerStuck/Deployment/{NAMESPACE}/{KC}"
 OVERDUE = [f"NotReconciling/Kustomization/{NAMESPACE}/{name}" for name in ("apps", *QUEUED)]
 CLUSTER = "lab"
@@ -83,15 +76,7 @@ def heartbeat(samples: Samples, state: str, controller: str = KC) -> float | Non
 @pytest.fixture(scope="module")
 async def held(lab: Lab) -> AsyncIterator[Held]:
     await asyncio.to_thread(start, lab)
-    settings = settings_for(
-        lab.plane.kubeconfig, thresholds=THRESHOLDS, heartbeat_interval="2s", heartbeat_timeout="1s"
-    )
-    async with stalewatch_running(settings) as service:
-        reader, model = service.runtime.heartbeats, service.runtime.live.model
-        assert reader is not None
-        reader.targets = lambda: [
-            at_the_lab(lab, t) for t in model.metrics_targets() if t.controller in CONTROLLERS
-        ]
+    async with reading_the_lab(lab, thresholds=THRESHOLDS) as service:
 
         async def moved() -> bool:
             samples = await service.metrics()
