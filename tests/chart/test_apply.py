@@ -4,7 +4,6 @@ PrometheusRule: what `helm install` would send is what the cluster accepts, warn
 
 from __future__ import annotations
 
-import subprocess
 from typing import Any
 
 import pytest
@@ -24,24 +23,6 @@ def create_namespaces(plane: ControlPlane, *names: str) -> None:
     plane.kubectl("apply", "--server-side", "-f", "-", stdin=yaml.safe_dump_all(namespaces))
 
 
-def apply(plane: ControlPlane, objects: list[dict[str, Any]]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            str(plane.bin_dir / "kubectl"),
-            f"--kubeconfig={plane.kubeconfig}",
-            "apply",
-            "--server-side",
-            "--field-manager=helm",
-            "-f",
-            "-",
-        ],
-        input=yaml.safe_dump_all(objects),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-
-
 def stored(plane: ControlPlane, obj: dict[str, Any]) -> dict[str, Any]:
     namespace = obj["metadata"].get("namespace")
     where = [f"--namespace={namespace}"] if namespace else []
@@ -53,7 +34,7 @@ def stored(plane: ControlPlane, obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def assert_applied_and_stored(plane: ControlPlane, objects: list[dict[str, Any]]) -> None:
-    done = apply(plane, objects)
+    done = plane.server_side_apply(objects, "--field-manager=helm")
     assert done.returncode == 0, done.stderr
     assert done.stderr == "", "the API server warned"
     assert done.stdout.count("serverside-applied") == len(objects), done.stdout
@@ -76,7 +57,7 @@ def test_the_operator_crds_are_the_published_ones_with_their_schemas(plane: Cont
     """Not permissive stand-ins: a ServiceMonitor field the operator does not know is refused."""
     monitor = next(o for o in template() if o["kind"] == "ServiceMonitor")
     monitor["spec"]["endpoints"][0]["no_such_field"] = True
-    done = apply(plane, [monitor])
+    done = plane.server_side_apply([monitor], "--field-manager=helm")
     assert done.returncode != 0
     assert ".spec.endpoints[0].no_such_field: field not declared in schema" in done.stderr
 

@@ -277,6 +277,27 @@ class ControlPlane:
         minted = json.loads(self.kubectl("create", "--raw", path, "-f", "-", stdin=json.dumps(request)))
         return str(minted["status"]["token"])
 
+    def server_side_apply(
+        self, objects: list[dict[str, Any]], *flags: str
+    ) -> subprocess.CompletedProcess[str]:
+        """`kubectl apply --server-side [flags] -f -` of `objects`, its outcome returned unraised:
+        the tests read what the API server admitted, refused or warned about (stderr)."""
+        return subprocess.run(
+            [
+                str(self.bin_dir / "kubectl"),
+                f"--kubeconfig={self.kubeconfig}",
+                "apply",
+                "--server-side",
+                *flags,
+                "-f",
+                "-",
+            ],
+            input=yaml.safe_dump_all(objects),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
     def kubectl(self, *args: str, kubeconfig: Path | None = None, stdin: str | None = None) -> str:
         """Runs the kubectl built beside the API server, as a user would."""
         done = subprocess.run(

@@ -6,7 +6,6 @@ from __future__ import annotations
 import copy
 import json
 import re
-import subprocess
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -34,28 +33,8 @@ CONFIG_FILES = [
 ]
 
 
-def dry_run(plane: ControlPlane, documents: list[dict[str, Any]]) -> subprocess.CompletedProcess[str]:
-    """`kubectl apply --server-side --dry-run=server`: the API server admits (dryRun=All) but
-    stores nothing; its warnings arrive on stderr."""
-    return subprocess.run(
-        [
-            str(plane.bin_dir / "kubectl"),
-            f"--kubeconfig={plane.kubeconfig}",
-            "apply",
-            "--server-side",
-            "--dry-run=server",
-            "-f",
-            "-",
-        ],
-        input=yaml.safe_dump_all(documents),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-
-
 def assert_accepted_without_warnings(plane: ControlPlane, documents: list[dict[str, Any]]) -> None:
-    done = dry_run(plane, documents)
+    done = plane.server_side_apply(documents, "--dry-run=server")
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("(server dry run)") == len(documents), done.stdout
     assert done.stderr == ""
@@ -122,7 +101,7 @@ def test_the_namespace_really_refuses_a_pod_without_the_security_context(
     """The other half of the test above: enforcement is on, so its pass means something."""
     pod = pod_from_template(rendered)
     del pod["spec"]["securityContext"], pod["spec"]["containers"][0]["securityContext"]
-    done = dry_run(plane, [pod])
+    done = plane.server_side_apply([pod], "--dry-run=server")
     assert done.returncode != 0
     assert 'violates PodSecurity "restricted' in done.stderr
 

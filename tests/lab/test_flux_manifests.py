@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,26 +39,6 @@ def render(plane: ControlPlane, variant: Path) -> list[dict[str, Any]]:
     return [doc for doc in yaml.safe_load_all(plane.kubectl("kustomize", str(variant))) if doc]
 
 
-def dry_run(plane: ControlPlane, objects: list[dict[str, Any]]) -> subprocess.CompletedProcess[str]:
-    """A server-side apply the API server admits but does not store, refusing unknown fields."""
-    return subprocess.run(
-        [
-            str(plane.bin_dir / "kubectl"),
-            f"--kubeconfig={plane.kubeconfig}",
-            "apply",
-            "--server-side",
-            "--dry-run=server",
-            "--validate=strict",
-            "-f",
-            "-",
-        ],
-        input=yaml.safe_dump_all(objects),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-
-
 def identity(obj: dict[str, Any]) -> tuple[str, str]:
     return obj["kind"], obj["metadata"]["name"]
 
@@ -85,7 +64,7 @@ def test_every_object_is_accepted_by_the_api_server_under_the_real_flux_crds(
     plane: ControlPlane, variant: Path
 ) -> None:
     objects = render(plane, variant)
-    done = dry_run(plane, objects)
+    done = plane.server_side_apply(objects, "--dry-run=server", "--validate=strict")
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("(server dry run)") == len(objects), done.stdout
     assert done.stderr == ""
@@ -96,7 +75,7 @@ def test_a_field_flux_does_not_know_is_refused_so_the_acceptance_above_means_som
 ) -> None:
     release = by_kind(render(plane, FLUX / "oci"))["HelmRelease"]
     release["spec"]["install"]["createNamespaces"] = True
-    done = dry_run(plane, [release])
+    done = plane.server_side_apply([release], "--dry-run=server", "--validate=strict")
     assert done.returncode != 0
     assert ".spec.install.createNamespaces: field not declared in schema" in done.stderr
 
@@ -148,7 +127,7 @@ def test_the_readmes_kustomization_snippets_are_accepted_and_drop_only_the_opera
     """What kustomize-controller does with spec.images and spec.patches: an overlay of the path."""
     kustomization = by_kind(render(plane, FLUX / "git"))["Kustomization"]
     kustomization["spec"] |= readme_spec()
-    done = dry_run(plane, [kustomization])
+    done = plane.server_side_apply([kustomization], "--dry-run=server", "--validate=strict")
     assert done.returncode == 0, done.stderr
 
     shutil.copytree(REPO / "deploy", tmp_path / "deploy", ignore=shutil.ignore_patterns("flux"))
