@@ -48,6 +48,7 @@ from typing import Any
 
 from watcher.model.cluster.rules import ClusterRules
 from watcher.model.correlate.correlator import Correlation, Correlator
+from watcher.model.correlate.loops import RetryLoops
 from watcher.model.evaluation import Evaluation
 from watcher.model.ingest.controller_metrics import ControllerMetrics, ObjectRef, Unreadable
 from watcher.model.ingest.kinds import OWNED_KINDS, TRACKED, Track, key_of_kind
@@ -56,6 +57,7 @@ from watcher.model.ingest.packed import Packed
 from watcher.model.ingest.quarantine import SetAside, Step, rule_failed
 from watcher.model.rules.context import Ctx
 from watcher.model.rules.controllers import Claim, ControllerState
+from watcher.model.rules.dispatch import restale
 from watcher.model.rules.metrics_targets import MetricsTarget
 from watcher.model.rules.rows import judge, unjudged
 from watcher.model.rules.shards import beat_name
@@ -108,11 +110,14 @@ class HealthModel:
         self._with_findings: set[Key] = set()
         """Keys whose findings are correlation candidates (all but the satellites)."""
         self._satellites = Satellites()
+        self._loops = RetryLoops()
         self._correlation = Correlation([])
         self._dirty: set[Key] = set()
         self._beat_dirty: set[Key] = set()
         """Objects only a heartbeat read changed: their heartbeat judged again, not their rules
         (a controller's first read or restart touches every object it reconciles)."""
+        self._claim_dirty: set[Key] = set()
+        """Objects whose kind's claim changed (its controller's verdict), not they themselves."""
         self._controllers = ControllerTracker(self._config, self._store)
         self._rules = ClusterRules(self._config, self._store, running=self._controllers.running)
         self._objects_due = Deadlines()
@@ -197,6 +202,7 @@ class HealthModel:
             reads is None
             or key in reads.keys
             or self._correlator.reads(key)
+            or self._loops.reads(key)
             or bool(self._store.referrers("source", key))
             or self._rules.reads(key)
         )
@@ -255,6 +261,7 @@ class HealthModel:
             return
         self._store.blind = blind
         self._correlator.clear()
+        self._loops.touch_all()
         for group, kind in self._store.kinds():
             if kind in changed:
                 self._dirty.update(self._store.raw_of_kind(group, kind))
@@ -377,6 +384,10 @@ class HealthModel:
         for key in dirty:
             self._refresh_object(key, now)
             self._store.pack(key)
+        claim_dirty, self._claim_dirty = self._claim_dirty, set()
+        for key in claim_dirty:
+            if key not in dirty:
+                self._refresh_claim(key, now)
         beat_dirty, self._beat_dirty = self._beat_dirty, set()
         for key in beat_dirty:
             if key not in dirty:
@@ -385,6 +396,8 @@ class HealthModel:
             self._recheck = True
         controllers = self._controllers.visible()
         touched, edges = self._touched, self._touched_edges
+        if self._loops.settle(self._store, touched, self._config):
+            self._candidates_changed = True
         if self._rules.refresh(touched, edges, controllers=controllers, everything=self._recheck, now=now):
             self._recheck = True
         owners_changed = self._correlator.forget(touched, edges)
@@ -402,6 +415,8 @@ class HealthModel:
                 policies=self._rules.policy_objects,
                 stuck=self._beats.findings(),
                 unserved=self._shards.findings(),
+                loops=self._loops.loops(),
+                groups=self._satellites.groups,
             )
             self._reads = reads
             findings = self._satellites.merged(self._correlation)
@@ -479,7 +494,7 @@ class HealthModel:
             for controller in self._beats.set_controllers(self._controllers.visible()):
                 self._beat_changed(controller, whole=True)
         for group, kind in kinds:
-            self._dirty.update(self._store.raw_of_kind(group, kind))
+            self._claim_dirty.update(self._store.raw_of_kind(group, kind))
 
     def _refresh_object(self, key: Key, now: datetime) -> None:
         obj = self._store.get(key)
@@ -487,6 +502,7 @@ class HealthModel:
         if obj is None:
             if self._satellites.remove(key) or key in self._with_findings:
                 self._candidates_changed = True
+            self._loops.file(key, [])
             self._local.pop(key, None)
             self._unjudged.pop(key, None)
             self._with_findings.discard(key)
@@ -512,6 +528,23 @@ class HealthModel:
             self._health.set(key, health)
             self._revisions.set(key, revision)
         self._file_local(key, obj, findings, rules_deadline, claim=claim, now=now)
+
+    def _refresh_claim(self, key: Key, now: datetime) -> None:
+        """The claim on its kind changed, the object did not: when that only moved its down
+        controller's verdict in time, its StatusStale follows (dispatch.restale: its rows are
+        the same); otherwise it is judged again."""
+        obj = self._store.get(key)
+        previous = self._local.get(key)
+        if obj is None or previous is None:
+            self._refresh_object(key, now)
+            return
+        claim = self._controllers.claims.claim(key.group, key.kind, labels_of(obj))
+        kept = [f for f in previous.findings if f.type is not FindingType.NOT_RECONCILING]
+        restaled = restale(kept, claim.down) if claim.down is not None and claim.unserved is None else None
+        if restaled is None:
+            self._refresh_object(key, now)
+            return
+        self._file_local(key, obj, restaled, previous.rules_deadline, claim=claim, now=now)
 
     def _refresh_beat(self, key: Key, now: datetime) -> None:
         """Judge again only the object's heartbeat: its rules' findings and deadline are kept."""
@@ -557,7 +590,11 @@ class HealthModel:
 
     def _candidate_changed(self, key: Key, findings: list[Finding]) -> None:
         """File the key's new candidates as a satellite or for correlation; a satellite that
-        stays one, on the same controller and unpromoted, only moves in the output."""
+        stays one, on the same controller and unpromoted, only moves in the output; an Event's
+        attempt is filed with the RetryLoops, which tell correlation when a loop changed."""
+        if self._loops.file(key, findings):
+            self._with_findings.discard(key)
+            return
         filed = self._satellites.file(key, findings, promoted=self._correlation.promoted)
         if filed is Filed.CANDIDATES:
             (self._with_findings.add if findings else self._with_findings.discard)(key)

@@ -41,10 +41,9 @@ from typing import Any
 
 from watcher.model.cluster.prune import acted_on
 from watcher.model.correlate.appliers import link_appliers
-from watcher.model.correlate.loops import settle_loops
 from watcher.model.correlate.policies import PolicyObjects, link_policies, link_stacks, merge
 from watcher.model.correlate.releases import ReleaseMemo, link_releases
-from watcher.model.correlate.roots import finish
+from watcher.model.correlate.roots import BlastRadii, finish
 from watcher.model.ingest.flux import applied_revision, dependencies, inventory, source_key
 from watcher.model.ingest.kinds import APPLIERS, CONTROLLER_WORKLOADS, FLUX_GROUPS
 from watcher.model.ingest.objects import Key, after, describe, finding_id
@@ -53,6 +52,7 @@ from watcher.model.rules.context import new_finding
 from watcher.model.rules.controllers import ControllerState
 from watcher.model.store.graph import Edge, Listing
 from watcher.model.store.owners import OwnerCache
+from watcher.model.store.satellites import Group
 from watcher.model.store.working import Correlation, Pass, key_of_subject
 from watcher.model.types import Finding, FindingType, ModelConfig, rfc3339
 
@@ -67,6 +67,7 @@ class Correlator:
     def __init__(self) -> None:
         self._owners = OwnerCache()
         self._releases = ReleaseMemo()
+        self._radii = BlastRadii()
 
     def forget(self, keys: Collection[Key], edges: Collection[Edge]) -> bool:
         """These objects and reverse edges changed: True if an answer the last pass used read one."""
@@ -80,6 +81,7 @@ class Correlator:
         """Forget everything (blindness changed what every object looks like)."""
         self._owners.clear()
         self._releases.clear()
+        self._radii.clear()
 
     def run(
         self,
@@ -94,6 +96,8 @@ class Correlator:
         policies: PolicyObjects | None = None,
         stuck: Sequence[Finding] = (),
         unserved: Sequence[Finding] = (),
+        loops: Sequence[tuple[Finding, bool]] = (),
+        groups: Mapping[str, Group] | None = None,
     ) -> Correlation:
         """Root-attributed, deterministically ordered findings (roots first, critical first).
 
@@ -101,9 +105,12 @@ class Correlator:
         are not among `candidates` (see the module docstring). `policies`: the objects a denial's
         policy may be (compliance.Compliance.policy_objects). `stuck`: the ControllerStuck
         findings (never of a controller that is down: that one is ControllerDown's). `unserved`:
-        the ShardNotServed findings, which their objects' StatusStale point at.
+        the ShardNotServed findings, which their objects' StatusStale point at. `loops`: the
+        RetryLoops the Events' attempts settled as (correlate/loops.py), each with whether its
+        object is gone; `candidates` hold no attempt. `groups`: the satellites by the root they
+        point at (Satellites.groups).
         """
-        run = Pass(view, config, now, satellites or {}, self._owners)
+        run = Pass(view, config, now, satellites or {}, self._owners, groups if groups is not None else {})
         own_pods = _controllers(run, controllers)
         former = _controller_workloads(own_pods)
         for removal in removals:
@@ -113,13 +120,9 @@ class Correlator:
             run.add(root)
         keyed = [(key_of_subject(c.subject), c) for c in candidates]
         stale = {key for key, c in keyed if c.type is FindingType.STATUS_STALE}
-        attempts: dict[str, list[Finding]] = defaultdict(list)
         for key, candidate in keyed:
-            if candidate.type is FindingType.RETRY_LOOP:
-                attempts[candidate.id].append(candidate)
-            else:
-                _admit(run, key, candidate, stale, own_pods, former)
-        for loop, gone in settle_loops(run, attempts):
+            _admit(run, key, candidate, stale, own_pods, former)
+        for loop, gone in loops:
             _admit(run, key_of_subject(loop.subject), loop, stale, own_pods, former, gone=gone)
         link_releases(run, own_pods, self._releases)
         self._owners.end_pass()
@@ -134,7 +137,9 @@ class Correlator:
         acted_on(run)
         if policies is not None:
             link_policies(run, policies)
-        return finish(run)
+        result = finish(run, self._radii)
+        self._radii.end_pass(run.groups.keys())
+        return result
 
 
 def _controllers(run: Pass, controllers: Sequence[ControllerState]) -> dict[Key, ControllerState]:

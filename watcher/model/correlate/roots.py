@@ -9,12 +9,14 @@ overdue.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from watcher.model.ingest.objects import Key, describe
+from watcher.model.store.satellites import Group
 from watcher.model.store.working import Correlation, Pass, key_of_subject, order_key, subject_order
-from watcher.model.types import Finding, FindingType
+from watcher.model.types import Finding, FindingType, Subject
 
 _OWN_ROOTS = (FindingType.CONFLICTING_WRITERS,)
 """Types no other finding on their subject explains (a controller down does not make two others
@@ -23,7 +25,7 @@ _CHAINED = (FindingType.DEPENDENCY_BLOCKED, FindingType.RECONCILE_FAILED)
 """Types linked to another object's finding, whose message names the end of the chain too."""
 
 
-def finish(run: Pass) -> Correlation:
+def finish(run: Pass, radii: BlastRadii) -> Correlation:
     parent: dict[str, str | None] = {}
     for ids in run.by_subject.values():
         for index, fid in enumerate(ids):
@@ -41,31 +43,26 @@ def finish(run: Pass) -> Correlation:
         if finding.type in _CHAINED and root != run.links.get(fid) and run.keys[root] != run.keys[fid]:
             cause = run.found[root]
             finding.message += f" Root cause: {cause.type} of {describe(cause.subject)}."
-    satellites: dict[str, list[tuple[Key, Finding]]] = defaultdict(list)
     result = Correlation([], run.promoted)
-    for key, satellite in run.satellites.items():
-        if key not in run.promoted:
-            link = satellite.evidence["controller_workload"]
+    grouped: dict[str, list[tuple[str, Group, frozenset[Key]]]] = defaultdict(list)
+    for link, group in run.groups.items():
+        promoted = frozenset(k for k in run.promoted if k in group.subjects) if run.promoted else _NONE
+        if len(group.subjects) > len(promoted):  # some are not promoted: they point at its root
             root = result.roots[link] = roots.get(link, link)
-            satellites[root].append((key, satellite))
-    for root in [*members, *(r for r in satellites if r not in members)]:
+            grouped[root].append((link, group, promoted))
+    for root in [*members, *(r for r in grouped if r not in members)]:
         explained = members.get(root, [])
-        own = run.keys[root]
-        named = [(f, run.keys[f], run.found[f].subject) for f in explained]
-        if root in satellites:  # listed as if they had been members: by id
-            named += [(s.id, key, s.subject) for key, s in satellites[root]]
-            named.sort(key=lambda entry: entry[0])
-        subjects = {key: subject for _, key, subject in named if key != own}
-        for subject in run.extra.pop(root, ()):
-            subjects.setdefault(key_of_subject(subject), subject)
-        run.found[root].affected = sorted(subjects.values(), key=subject_order)
-        if run.found[root].type is FindingType.CONTROLLER_DOWN:
-            _controller_message(run, run.found[root], explained, stale=len(satellites.get(root, ())))
-        elif run.found[root].type is FindingType.CONTROLLER_STUCK:
-            _stuck_message(run, run.found[root], explained)
+        finding = run.found[root]
+        named = [(run.keys[f], run.found[f].subject["apiVersion"]) for f in explained]
+        finding.affected = radii.affected(run, root, named, grouped.get(root, ()))
+        if finding.type is FindingType.CONTROLLER_DOWN:
+            stale = sum(len(group.subjects) - len(promoted) for _, group, promoted in grouped.get(root, ()))
+            _controller_message(run, finding, explained, stale=stale)
+        elif finding.type is FindingType.CONTROLLER_STUCK:
+            _stuck_message(run, finding, explained)
     for root, extra in run.extra.items():
         run.found[root].affected = sorted(extra, key=subject_order)
-    explaining = members.keys() | satellites.keys()
+    explaining = members.keys() | grouped.keys()
     for finding in run.found.values():
         if finding.type is FindingType.CONTROLLER_DOWN and finding.id not in explaining:
             _controller_message(run, finding, [])
@@ -73,6 +70,117 @@ def finish(run: Pass) -> Correlation:
             _stuck_message(run, finding, [])
     result.findings = sorted(run.found.values(), key=order_key)
     return result
+
+
+_NONE: frozenset[Key] = frozenset()
+
+Named = list[tuple[Key, str]]
+"""Subjects as (key, apiVersion): a Subject is made of nothing else."""
+
+
+class BlastRadii:
+    """Each root's `affected` list, kept from one pass to the next while what it was made of
+    is the same. During an incident a ControllerDown explains thousands of satellites, and a
+    change elsewhere must not sort them all again: when it has one group, its list is the group's,
+    sorted once per version of the group, with the few other subjects it names inserted;
+    otherwise it is kept until the members' subjects, the groups (by version), which of
+    their subjects were promoted, or the extra subjects change."""
+
+    def __init__(self) -> None:
+        self._kept: dict[str, tuple[tuple[object, ...], list[Subject]]] = {}
+        self._asked: dict[str, tuple[tuple[object, ...], list[Subject]]] = {}
+        self._groups: dict[str, tuple[int, list[tuple[str, str, str, str]], list[Subject]]] = {}
+        """Per group: its version, and its subjects in order with their order keys."""
+
+    def affected(
+        self, run: Pass, root: str, named: Named, grouped: Sequence[tuple[str, Group, frozenset[Key]]]
+    ) -> list[Subject]:
+        """Every subject `root` explains but its own: its members' (`named`), its unpromoted
+        satellites', its extra ones (a removal's orphans), in subject order."""
+        extra = [(key_of_subject(s), s["apiVersion"]) for s in run.extra.pop(root, ())]
+        own = run.keys[root]
+        if len(grouped) == 1:
+            found = self._around(own, named, extra, *grouped[0])
+            if found is not None:
+                return found
+        made_of = (own, tuple(named), tuple((v.version, p) for _, v, p in grouped), tuple(extra))
+        kept = self._kept.get(root)
+        if kept is None or kept[0] != made_of:
+            kept = (made_of, _affected(own, named, grouped, extra))
+        self._asked[root] = kept
+        return kept[1]
+
+    def _around(
+        self, own: Key, named: Named, extra: Named, link: str, group: Group, promoted: frozenset[Key]
+    ) -> list[Subject] | None:
+        """The group's subjects in order (made once per version of it) with the few others its
+        root names inserted: None when that is not the answer (the root's own subject is in the
+        group, a promoted satellite is not named again, or a key comes with another apiVersion)."""
+        subjects = group.subjects
+        if own in subjects:
+            return None
+        merged = dict(named)
+        for key, api_version in extra:
+            merged.setdefault(key, api_version)
+        merged.pop(own, None)
+        if not promoted <= merged.keys():
+            return None
+        others = []
+        for key, api_version in merged.items():
+            already = subjects.get(key)
+            if already is None:
+                others.append((key, api_version))
+            elif already != api_version:
+                return None
+        kept = self._groups.get(link)
+        if kept is None or kept[0] != group.version:
+            entries = sorted(subjects.items(), key=_order)
+            kept = self._groups[link] = (group.version, [_order(e) for e in entries], _subjects(entries))
+        _, orders, whole = kept
+        if not others:
+            return whole
+        orders, whole = list(orders), list(whole)
+        for entry in others:
+            at = bisect_left(orders, _order(entry))
+            orders.insert(at, _order(entry))
+            whole.insert(at, _subjects([entry])[0])
+        return whole
+
+    def end_pass(self, groups: Collection[str]) -> None:
+        """Keep only the roots this pass asked about and the groups still there."""
+        self._kept, self._asked = self._asked, {}
+        for link in self._groups.keys() - groups:
+            del self._groups[link]
+
+    def clear(self) -> None:
+        self._kept, self._asked, self._groups = {}, {}, {}
+
+
+def _affected(
+    own: Key, named: Named, grouped: Sequence[tuple[str, Group, frozenset[Key]]], extra: Named
+) -> list[Subject]:
+    """Members first (the last of one key wins), then satellites (never a member's key: a finding
+    added on a satellite's subject promotes it), then extra subjects where no other names theirs;
+    ordered by subject, then apiVersion (one key has one)."""
+    subjects = dict(named)
+    for _, group, promoted in grouped:
+        if promoted:
+            subjects.update((k, v) for k, v in group.subjects.items() if k not in promoted)
+        else:
+            subjects.update(group.subjects)
+    for key, api_version in extra:
+        subjects.setdefault(key, api_version)
+    subjects.pop(own, None)
+    return _subjects(sorted(subjects.items(), key=_order))
+
+
+def _subjects(entries: Iterable[tuple[Key, str]]) -> list[Subject]:
+    return [Subject(apiVersion=v, kind=k.kind, namespace=k.namespace, name=k.name) for k, v in entries]
+
+
+def _order(entry: tuple[Key, str]) -> tuple[str, str, str, str]:
+    key, api_version = entry
+    return key.namespace, key.kind, key.name, api_version
 
 
 def _root(fid: str, parent: Mapping[str, str | None], roots: dict[str, str]) -> str:

@@ -8,6 +8,7 @@ a correlation pass over every finding.
 from __future__ import annotations
 
 import enum
+import itertools
 
 from watcher.model.ingest.objects import Key
 from watcher.model.store.table import SortedTable
@@ -23,12 +24,29 @@ class Filed(enum.Enum):
     MOVED = "a satellite that stays one: only its output moves"
 
 
+class Group:
+    """The satellites pointing at one root (a ControllerDown or ShardNotServed id): the subject
+    each is about, as its key and apiVersion, and a version that moves when one joins or leaves,
+    so a blast radius made from them is kept until then (correlate/roots.py)."""
+
+    __slots__ = ("subjects", "version")
+
+    def __init__(self) -> None:
+        self.subjects: dict[Key, str] = {}
+        self.version = 0
+        """Set by Satellites from a counter shared by all its groups."""
+
+
 class Satellites:
     """The satellites by subject, and their outputs placed in output order."""
 
     def __init__(self) -> None:
         self.candidates: dict[Key, Finding] = {}
         """Passed to Correlator.run(), which promotes those it asks about."""
+        self.groups: dict[str, Group] = {}
+        """The candidates by the id they point at (their `controller_workload`)."""
+        self._versions = itertools.count(1)
+        """Group versions, never repeated (a group gone and back is not the one it was)."""
         self.moved = False
         """A satellite changed in place since the last merge: the output must be merged again."""
         self._moved: set[Key] = set()
@@ -45,9 +63,20 @@ class Satellites:
         old = self.candidates.get(key)
         self._moved.add(key)
         if satellite is None:
-            self.candidates.pop(key, None)
+            if old is not None:
+                del self.candidates[key]
+                self._leave(key, old)
             return Filed.CANDIDATES
         self.candidates[key] = satellite
+        api_version = satellite.subject["apiVersion"]
+        if old is None or _link(old) != _link(satellite) or old.subject["apiVersion"] != api_version:
+            if old is not None:
+                self._leave(key, old)
+            group = self.groups.get(_link(satellite))
+            if group is None:
+                group = self.groups[_link(satellite)] = Group()
+            group.subjects[key] = api_version
+            group.version = next(self._versions)
         if (
             old is not None
             and key not in promoted
@@ -60,10 +89,20 @@ class Satellites:
 
     def remove(self, key: Key) -> bool:
         """The object is gone: whether it was a satellite."""
-        if self.candidates.pop(key, None) is None:
+        old = self.candidates.pop(key, None)
+        if old is None:
             return False
+        self._leave(key, old)
         self._moved.add(key)
         return True
+
+    def _leave(self, key: Key, old: Finding) -> None:
+        link = _link(old)
+        group = self.groups[link]
+        del group.subjects[key]
+        group.version = next(self._versions)
+        if not group.subjects:
+            del self.groups[link]
 
     def merged(self, core: Correlation) -> list[Finding]:
         """The correlation's findings merged with the outputs of its unpromoted satellites."""
@@ -83,6 +122,11 @@ class Satellites:
                 at = self._outputs[key] = order_key(output)
                 self._placed.set(at, output)
         return self._placed.interleaved(core.findings, order_key)
+
+
+def _link(finding: Finding) -> str:
+    link: str = finding.evidence["controller_workload"]
+    return link
 
 
 def _is_satellite(finding: Finding) -> bool:

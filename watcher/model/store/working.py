@@ -13,11 +13,15 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from watcher.model.ingest.objects import Key, group_of
 from watcher.model.store.graph import Listing
 from watcher.model.store.owners import OwnerCache
 from watcher.model.types import Finding, FindingType, ModelConfig, Severity, Subject
+
+if TYPE_CHECKING:  # satellites.py imports this module
+    from watcher.model.store.satellites import Group
 
 PRECEDENCE: Sequence[FindingType] = (
     FindingType.CRD_REMOVED,
@@ -92,9 +96,12 @@ class Pass:
         now: datetime,
         satellites: Mapping[Key, Finding],
         owners: OwnerCache,
+        groups: Mapping[str, Group],
     ) -> None:
         self.store, self.config, self.now = store, config, now
         self.satellites, self.owners = satellites, owners
+        self.groups = groups
+        """The satellites by the root they point at (store/satellites.py)."""
         self.promoted: set[Key] = set()
         self.found: dict[str, Finding] = {}
         self.origin: dict[str, Finding] = {}
