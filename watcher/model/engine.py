@@ -64,7 +64,7 @@ from watcher.model.rules.shards import beat_name
 from watcher.model.rules.workloads import timed_by
 from watcher.model.store.beats import HeartbeatTracker
 from watcher.model.store.deadlines import Deadlines
-from watcher.model.store.graph import Edge, Recorder, Snapshot, Store
+from watcher.model.store.graph import Edge, Listing, Recorder, Snapshot, Store
 from watcher.model.store.listed import KindKey, Listed, lists
 from watcher.model.store.satellites import Filed, Satellites
 from watcher.model.store.table import SortedTable
@@ -404,19 +404,8 @@ class HealthModel:
         if self._last is None or owners_changed or self._must_correlate():
             reads = Recorder(self._store)
             candidates = [f for key in sorted(self._with_findings) for f in self._local[key].findings]
-            self._correlation = self._correlator.run(
-                candidates,
-                view=reads,
-                controllers=controllers,
-                removals=self._rules.findings(),
-                config=self._config,
-                now=now,
-                satellites=self._satellites.candidates,
-                policies=self._rules.policy_objects,
-                stuck=self._beats.findings(),
-                unserved=self._shards.findings(),
-                loops=self._loops.loops(),
-                groups=self._satellites.groups,
+            self._correlation = self._correlate(
+                self._correlator, candidates, self._satellites, self._loops, view=reads, now=now
             )
             self._reads = reads
             findings = self._satellites.merged(self._correlation)
@@ -441,6 +430,49 @@ class HealthModel:
         )
         self._changed = False
         return self._last
+
+    def _correlate(
+        self,
+        correlator: Correlator,
+        candidates: list[Finding],
+        satellites: Satellites,
+        loops: RetryLoops,
+        *,
+        view: Listing,
+        now: datetime,
+    ) -> Correlation:
+        return correlator.run(
+            candidates,
+            view=view,
+            controllers=self._controllers.visible(),
+            removals=self._rules.findings(),
+            config=self._config,
+            now=now,
+            satellites=satellites.candidates,
+            policies=self._rules.policy_objects,
+            stuck=self._beats.findings(),
+            unserved=self._shards.findings(),
+            loops=loops.loops(),
+            groups=satellites.groups,
+        )
+
+    def reference(self, now: datetime) -> list[Finding]:
+        """The findings a correlation pass from scratch gives over the candidates the model holds
+        now (call it right after `evaluate(now)`): no answer kept from an earlier pass, no pass
+        skipped, no satellite merged in place. What `evaluate(now).findings` must equal: the
+        differential test checks it after every step of random churn and incidents."""
+        loops, satellites, candidates = RetryLoops(), Satellites(), []
+        for key in sorted(self._local):
+            findings = self._local[key].findings
+            if loops.file(key, findings):
+                continue
+            if satellites.file(key, findings, promoted=set()) is Filed.CANDIDATES:
+                candidates += findings
+        loops.settle(self._store, (), self._config)
+        correlation = self._correlate(
+            Correlator(keep=False), candidates, satellites, loops, view=self._store, now=now
+        )
+        return satellites.merged(correlation)
 
     def _controller_health(self, states: Iterable[ControllerState]) -> list[ControllerHealth]:
         """Each controller workload's verdict, with its heartbeat once heartbeats are read."""

@@ -64,10 +64,11 @@ class Correlator:
     next: the owners of failing objects (store/owners.py) and the release findings (releases.py),
     each kept until what it was read from changes."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, keep: bool = True) -> None:
+        """`keep=False`: a pass from scratch every time (the reference the kept answers must equal)."""
         self._owners = OwnerCache()
         self._releases = ReleaseMemo()
-        self._radii = BlastRadii()
+        self._radii = BlastRadii(keep=keep)
 
     def forget(self, keys: Collection[Key], edges: Collection[Edge]) -> bool:
         """These objects and reverse edges changed: True if an answer the last pass used read one."""

@@ -86,7 +86,9 @@ class BlastRadii:
     otherwise it is kept until the members' subjects, the groups (by version), which of
     their subjects were promoted, or the extra subjects change."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, keep: bool = True) -> None:
+        self._keep = keep
+        """False: every list made from scratch (the reference pass, HealthModel.reference)."""
         self._kept: dict[str, tuple[tuple[object, ...], list[Subject]]] = {}
         self._asked: dict[str, tuple[tuple[object, ...], list[Subject]]] = {}
         self._groups: dict[str, tuple[int, list[tuple[str, str, str, str]], list[Subject]]] = {}
@@ -99,6 +101,8 @@ class BlastRadii:
         satellites', its extra ones (a removal's orphans), in subject order."""
         extra = [(key_of_subject(s), s["apiVersion"]) for s in run.extra.pop(root, ())]
         own = run.keys[root]
+        if not self._keep:
+            return _affected(own, named, grouped, extra)
         if len(grouped) == 1:
             found = self._around(own, named, extra, *grouped[0])
             if found is not None:
