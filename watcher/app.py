@@ -120,7 +120,7 @@ class Runtime:
         api: Any,
         *,
         options: WatchOptions | None = None,
-        debounce: float = 0.05,
+        debounce: float = 0.0,
         tick: float = 1.0,
     ) -> None:
         config = build_model_config(settings)

@@ -19,6 +19,7 @@ its kind can no longer be seen is recorded as unknown, not resolved.
 from __future__ import annotations
 
 import enum
+import itertools
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -197,7 +198,13 @@ _OBJECT_RULES = (_ready_changed, _revision_applied)
 
 
 def roots_of(evaluation: Evaluation) -> dict[str, Finding]:
-    return {f.id: f for f in evaluation.findings if f.root_cause is None}
+    """The model's findings come roots first (correlate/working.py's order_key): read no further
+    than the first symptom, of which an incident has thousands."""
+    return {f.id: f for f in itertools.takewhile(_is_root, evaluation.findings)}
+
+
+def _is_root(finding: Finding) -> bool:
+    return finding.is_root
 
 
 def finding_changes(
