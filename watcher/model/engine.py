@@ -57,7 +57,6 @@ from watcher.model.ingest.packed import Packed
 from watcher.model.ingest.quarantine import SetAside, Step, rule_failed
 from watcher.model.rules.context import Ctx
 from watcher.model.rules.controllers import Claim, ControllerState
-from watcher.model.rules.dispatch import restale
 from watcher.model.rules.metrics_targets import MetricsTarget
 from watcher.model.rules.rows import judge, unjudged
 from watcher.model.rules.shards import beat_name
@@ -116,8 +115,6 @@ class HealthModel:
         self._beat_dirty: set[Key] = set()
         """Objects only a heartbeat read changed: their heartbeat judged again, not their rules
         (a controller's first read or restart touches every object it reconciles)."""
-        self._claim_dirty: set[Key] = set()
-        """Objects whose kind's claim changed (its controller's verdict), not they themselves."""
         self._controllers = ControllerTracker(self._config, self._store)
         self._rules = ClusterRules(self._config, self._store, running=self._controllers.running)
         self._objects_due = Deadlines()
@@ -384,10 +381,6 @@ class HealthModel:
         for key in dirty:
             self._refresh_object(key, now)
             self._store.pack(key)
-        claim_dirty, self._claim_dirty = self._claim_dirty, set()
-        for key in claim_dirty:
-            if key not in dirty:
-                self._refresh_claim(key, now)
         beat_dirty, self._beat_dirty = self._beat_dirty, set()
         for key in beat_dirty:
             if key not in dirty:
@@ -526,7 +519,7 @@ class HealthModel:
             for controller in self._beats.set_controllers(self._controllers.visible()):
                 self._beat_changed(controller, whole=True)
         for group, kind in kinds:
-            self._claim_dirty.update(self._store.raw_of_kind(group, kind))
+            self._dirty.update(self._store.raw_of_kind(group, kind))
 
     def _refresh_object(self, key: Key, now: datetime) -> None:
         obj = self._store.get(key)
@@ -560,23 +553,6 @@ class HealthModel:
             self._health.set(key, health)
             self._revisions.set(key, revision)
         self._file_local(key, obj, findings, rules_deadline, claim=claim, now=now)
-
-    def _refresh_claim(self, key: Key, now: datetime) -> None:
-        """The claim on its kind changed, the object did not: when that only moved its down
-        controller's verdict in time, its StatusStale follows (dispatch.restale: its rows are
-        the same); otherwise it is judged again."""
-        obj = self._store.get(key)
-        previous = self._local.get(key)
-        if obj is None or previous is None:
-            self._refresh_object(key, now)
-            return
-        claim = self._controllers.claims.claim(key.group, key.kind, labels_of(obj))
-        kept = [f for f in previous.findings if f.type is not FindingType.NOT_RECONCILING]
-        restaled = restale(kept, claim.down) if claim.down is not None and claim.unserved is None else None
-        if restaled is None:
-            self._refresh_object(key, now)
-            return
-        self._file_local(key, obj, restaled, previous.rules_deadline, claim=claim, now=now)
 
     def _refresh_beat(self, key: Key, now: datetime) -> None:
         """Judge again only the object's heartbeat: its rules' findings and deadline are kept."""

@@ -15,7 +15,14 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from watcher.model.ingest.objects import Key, describe
 from watcher.model.store.satellites import Group
-from watcher.model.store.working import Correlation, Pass, key_of_subject, order_key, subject_order
+from watcher.model.store.working import (
+    Correlation,
+    Pass,
+    key_of_subject,
+    order_key,
+    stale_since,
+    subject_order,
+)
 from watcher.model.types import Finding, FindingType, Subject
 
 _OWN_ROOTS = (FindingType.CONFLICTING_WRITERS,)
@@ -49,6 +56,7 @@ def finish(run: Pass, radii: BlastRadii) -> Correlation:
         promoted = frozenset(k for k in run.promoted if k in group.subjects) if run.promoted else _NONE
         if len(group.subjects) > len(promoted):  # some are not promoted: they point at its root
             root = result.roots[link] = roots.get(link, link)
+            result.since[link] = stale_since(run.found, link)
             grouped[root].append((link, group, promoted))
     for root in [*members, *(r for r in grouped if r not in members)]:
         explained = members.get(root, [])

@@ -9,6 +9,7 @@ CONTROLLER_DOWN_REASONS because they become metric labels.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -328,11 +329,14 @@ class Claims:
         return _served(self._specs_name(states), states, labels or {})
 
     def signature(self, group: str, kind: str) -> tuple[Any, ...]:
-        """What every claim on the kind is made of: when it changes, its objects are judged again."""
+        """What every claim on the kind is made of: when it changes, its objects are judged again.
+        Not when a verdict moves in time alone (`since`): no object's judgement reads it (a
+        StatusStale's comes from its ControllerDown in correlation), and a down controller's
+        Lease written again while still expired must not judge thousands of objects again."""
         self.claim(group, kind)
         claim, states = self._cache[group, kind]
         name = claim.name if claim is not None else self._specs_name(states)
-        return name, tuple((s.health, s.scope) for s in states)
+        return name, tuple((dataclasses.replace(s.health, since=None), s.scope) for s in states)
 
     @staticmethod
     def _specs_name(states: Sequence[ControllerState]) -> str:

@@ -44,7 +44,8 @@ from watcher.model.types import Finding, FindingType, ModelConfig, Subject, rfc3
 
 
 def status_stale(obj: Mapping[str, Any], down: ControllerState, config: ModelConfig) -> Finding:
-    """StatusStale: the object's conditions are a cached report while its controller is down."""
+    """StatusStale: the object's conditions are a cached report while its controller is down.
+    Its `since`, when its controller went down, is set by correlation (working.stale_since)."""
     ready = condition(obj, "Ready")
     says = said(ready, "Ready", message=False)
     if is_true(obj, "Reconciling"):
@@ -61,32 +62,7 @@ def status_stale(obj: Mapping[str, Any], down: ControllerState, config: ModelCon
         "controller_workload": finding_id(FindingType.CONTROLLER_DOWN, down.health.subject),
         "conditions": {c["type"]: c["status"] for c in dig(obj, "status", "conditions") or ()},
     }
-    return new_finding(config, FindingType.STATUS_STALE, subject, message, down.health.since, evidence)
-
-
-def restale(findings: Sequence[Finding], down: ControllerState) -> list[Finding] | None:
-    """An unchanged object's StatusStale after its controller's verdict changed but kept it down:
-    status_stale()'s finding with the verdict's `since` (its message and evidence read the
-    controller's name, reason and workload, checked here to be the same); None when the change
-    says more than that (another controller, reason, or other findings: judge it again).
-
-    A down controller's verdict moves in time alone when its leader Lease is written again while
-    still expired, or its Pod restarts again: its objects are thousands during an incident."""
-    if len(findings) != 1 or findings[0].type is not FindingType.STATUS_STALE:
-        return None
-    found, health = findings[0], down.health
-    evidence = found.evidence
-    if (
-        evidence.get("controller") != down.spec.name
-        or evidence.get("controller_reason") != health.reason
-        or evidence.get("controller_workload") != finding_id(FindingType.CONTROLLER_DOWN, health.subject)
-    ):
-        return None
-    if found.since == health.since:
-        return list(findings)
-    return [
-        Finding(found.id, found.type, found.severity, found.subject, found.message, health.since, evidence)
-    ]
+    return new_finding(config, FindingType.STATUS_STALE, subject, message, None, evidence)
 
 
 def unserved_stale(obj: Mapping[str, Any], unserved: Unserved, config: ModelConfig) -> Finding:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import itertools
+from datetime import datetime
 
 from watcher.model.ingest.objects import Key
 from watcher.model.store.table import SortedTable
@@ -111,16 +112,22 @@ class Satellites:
             moved = self._outputs.keys() | self.candidates.keys()
         else:
             moved = self._moved | (core.promoted ^ placed.promoted)
+            for link, since in core.since.items():  # a controller's verdict moved in time
+                if link in self.groups and (link not in placed.since or placed.since[link] != since):
+                    moved |= self.groups[link].subjects.keys()
         self._moved, self._placed_for, self.moved = set(), core, False
         for key in moved:
             at = self._outputs.pop(key, None)
-            if at is not None:
-                self._placed.set(at, None)
             candidate = self.candidates.get(key)
             if candidate is not None and key not in core.promoted:
-                output = _output(candidate, core.roots[candidate.evidence["controller_workload"]])
-                at = self._outputs[key] = order_key(output)
-                self._placed.set(at, output)
+                link = _link(candidate)
+                output = _output(candidate, core.roots[link], core.since[link])
+                where = self._outputs[key] = order_key(output)
+                if at is not None and at != where:
+                    self._placed.set(at, None)
+                self._placed.set(where, output)  # in place when its order is unchanged
+            elif at is not None:
+                self._placed.set(at, None)
         return self._placed.interleaved(core.findings, order_key)
 
 
@@ -133,7 +140,8 @@ def _is_satellite(finding: Finding) -> bool:
     return finding.type is FindingType.STATUS_STALE
 
 
-def _output(candidate: Finding, root: str) -> Finding:
-    """What correlation makes of a satellite it did not promote: the candidate, explained by `root`."""
+def _output(candidate: Finding, root: str, since: datetime | None) -> Finding:
+    """What correlation makes of a satellite it did not promote: the candidate, explained by
+    `root`, stale `since` (working.stale_since)."""
     c = candidate
-    return Finding(c.id, c.type, c.severity, c.subject, c.message, c.since, c.evidence, root_cause=root)
+    return Finding(c.id, c.type, c.severity, c.subject, c.message, since, c.evidence, root_cause=root)

@@ -57,6 +57,7 @@ revision it could not apply, an unseen spec or request: the verdict predates it)
 before a Reconciling=True left beside it, whose retries it explains."""
 
 _RANK = {kind: rank for rank, kind in enumerate(PRECEDENCE)}
+_STALE = FindingType.STATUS_STALE
 _SEVERITY_RANK = {Severity.CRITICAL: 0, Severity.WARNING: 1, Severity.INFO: 2}
 
 
@@ -84,6 +85,17 @@ class Correlation:
     """Satellites admitted as candidates because the pass asked about their subject."""
     roots: dict[str, str] = field(default_factory=dict)
     """Root cause of the unpromoted satellites, by the ControllerDown id they point at."""
+    since: dict[str, datetime | None] = field(default_factory=dict)
+    """Since when the unpromoted satellites are stale, by the id they point at (stale_since)."""
+
+
+def stale_since(found: Mapping[str, Finding], link: str) -> datetime | None:
+    """A StatusStale is stale since its controller went down: the `since` of the ControllerDown it
+    points at (`link`), set when correlation admits or places it, not when its object is judged,
+    so a down controller's verdict that moves in time (its Lease written again, still expired)
+    judges none of its objects again. One pointing at a ShardNotServed says none."""
+    root = found.get(link)
+    return root.since if root is not None and root.type is FindingType.CONTROLLER_DOWN else None
 
 
 class Pass:
@@ -117,7 +129,8 @@ class Pass:
         root_cause/affected/message are set on the copy and evidence is replaced, never mutated."""
         f = finding
         fid = f.id
-        copy = Finding(fid, f.type, f.severity, f.subject, f.message, f.since, f.evidence)
+        since = stale_since(self.found, link) if link is not None and f.type is _STALE else f.since
+        copy = Finding(fid, f.type, f.severity, f.subject, f.message, since, f.evidence)
         if key is None:
             key = key_of_subject(copy.subject)
         if self.satellites:
