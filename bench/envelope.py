@@ -17,7 +17,9 @@ Two processes, each pinned to one CPU, on the same stream:
     a line the busy loop takes later still counts from then) to the end of the first
     evaluation whose findings name the Pod as WorkloadUnhealthy (the one the watcher would serve).
 
-Usage: python -m bench.envelope pipeline|live STREAM
+  * incident: one of bench/incidents.py's outages, in process (see incident()).
+
+Usage: python -m bench.envelope pipeline|live STREAM, or incident STREAM SCENARIO
 """
 
 from __future__ import annotations
@@ -38,12 +40,16 @@ from typing import Any
 
 import orjson
 
-from bench import pipeline, side
+from bench import incidents, pipeline, side
+from bench.kinds import CONTROLLERS, FLUX_NS
 
 PASSES = 3
 SAMPLE, INCIDENT = 300, 20
 """Churn events timed one by one with the whole cluster loaded (an evaluation after each), and
-during the incident (every GitOps object a finding)."""
+during the incident (every GitOps object a finding).
+"""
+OUTAGE_SAMPLE = 200
+"""Churn events timed one by one during each of bench/incidents.py's outages."""
 
 
 def throughput(stream: Path) -> dict[str, Any]:
@@ -249,16 +255,94 @@ def pct(ordered: list[float], q: float) -> float | None:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] if ordered else None
 
 
+def incident(stream: Path, scenario: str) -> dict[str, Any]:
+    """One outage of bench/incidents.py in process, one core, CPU time, as pipeline.scaling times
+    the churn. The cluster (its ADDED events) is loaded and evaluated healthy, the cache frozen as
+    the watcher freezes it once synced. Then the outage's writes, and the first evaluation once
+    the down controllers' Leases have run out (a second after: renewed last when the stream
+    begins, when the others are renewed again as live leaders renew them); it must name every
+    down controller ControllerDown. Then OUTAGE_SAMPLE of the churn events the incident still
+    writes (no leader Lease renewal: the clock stands still), each upserted and evaluated."""
+    from watcher.kube.live import SyncCollections
+    from watcher.model.engine import HealthModel
+    from watcher.model.types import ModelConfig
+
+    down = incidents.SCENARIOS[scenario]
+    lines = stream.read_bytes().splitlines()
+    now, _ = side.clocks(pipeline, stream, lines)
+    watched = pipeline.watch_lines(lines)
+    del lines
+    collections = SyncCollections()
+    collections.defer()
+    model = HealthModel(ModelConfig())
+    churn: list[pipeline.Line] = []
+    controllers: list[dict[str, Any]] = []
+    for line in watched:
+        kind, obj = pipeline.decode(line)
+        if kind != "ADDED":
+            churn.append(line)
+            continue
+        model.upsert(obj, now=now)
+        if key(line[0])[0] == FLUX_NS:
+            controllers.append(orjson.loads(line[0])["object"])
+    healthy = model.evaluate(now)
+    collections.freeze()
+    leases = [obj for obj in controllers if incidents.leader_lease(obj, CONTROLLERS)]
+    expired = max(_expiry(obj) for obj in leases if incidents.leader_lease(obj, down))
+    later = expired + timedelta(seconds=1)
+    since = leases[0]["spec"]["renewTime"]
+    written = [made for obj in controllers if (made := incidents.outage(obj, down, since=since))]
+    for lease in leases:
+        if not incidents.leader_lease(lease, down):
+            lease["spec"]["renewTime"] = later.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+            written.append(lease)
+    for obj in written:
+        raw = orjson.dumps({"type": "MODIFIED", "object": obj})
+        model.upsert(pipeline.decode((raw, obj["apiVersion"], obj["kind"]))[1], now=later)
+    started = time.process_time()
+    first = model.evaluate(later)
+    first_seconds = time.process_time() - started
+    named = {f.subject["name"] for f in first.findings if f.type == "ControllerDown"}
+    if not set(down) <= named:
+        raise SystemExit(f"{scenario}: ControllerDown names {sorted(named)}, not every one of {down}")
+    still = [line for line in churn if _still_written(line[0], down)][:OUTAGE_SAMPLE]
+    costs = pipeline._churn_costs(model, [pipeline.decode(line)[1] for line in still], now=later)
+    p99 = pct(costs, 0.99)
+    return {
+        "scenario": scenario,
+        "down": list(down),
+        "findings_healthy": len(healthy.findings),
+        "findings": len(first.findings),
+        "controller_down": sorted(named),
+        "first_evaluate_ms": first_seconds * 1e3,
+        "churn_events": len(costs),
+        "event_ms_mean": statistics.fmean(costs) * 1e3 if costs else None,
+        "event_ms_p99": p99 * 1e3 if p99 is not None else None,
+    }
+
+
+def _still_written(line: bytes, down: tuple[str, ...]) -> bool:
+    obj = orjson.loads(line)["object"]
+    return not incidents.silenced(obj, down) and not incidents.leader_lease(obj, CONTROLLERS)
+
+
+def _expiry(lease: dict[str, Any]) -> datetime:
+    renewed = datetime.fromisoformat(lease["spec"]["renewTime"])
+    return renewed + timedelta(seconds=lease["spec"]["leaseDurationSeconds"])
+
+
 MODES = {"pipeline": throughput, "live": live}
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 2 or args[0] not in MODES:
-        sys.stderr.write(f"usage: python -m bench.envelope {'|'.join(MODES)} STREAM\n")
+    scenario = len(args) == 3 and args[0] == "incident" and args[2] in incidents.SCENARIOS
+    if not scenario and (len(args) != 2 or args[0] not in MODES):
+        usage = f"{'|'.join(MODES)} STREAM, or incident STREAM {'|'.join(incidents.SCENARIOS)}"
+        sys.stderr.write(f"usage: python -m bench.envelope {usage}\n")
         return 2
     os.sched_setaffinity(0, {max(os.sched_getaffinity(0))})
-    result = MODES[args[0]](Path(args[1]))
+    result = incident(Path(args[1]), args[2]) if scenario else MODES[args[0]](Path(args[1]))
     sys.stdout.write(orjson.dumps(result).decode() + "\n")
     return 0
 

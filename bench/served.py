@@ -17,7 +17,14 @@ the churn (scraped once per 15 s, as Prometheus would), and per probe (a line th
 Pod) the time from that line being written to the socket to `/api/v1/findings` naming the Pod
 (polled every 20 ms, as bench/run.py's detection does).
 
-Usage: python -m bench.served STREAM [--workdir DIR]
+With --down SCENARIO (bench/incidents.py) the same during an incident: once synced, the outage is
+written to the watches (the controllers' Pods crash-looping, their Deployments and ReplicaSets
+without an available replica) and their leader Leases are no longer renewed; when
+/api/v1/findings names every one of them ControllerDown, the churn (without the down
+controllers' own writes) is played as above, while /api/v1/findings and the page `/` are also
+fetched PAGES times each, spread through the churn: response time and body size.
+
+Usage: python -m bench.served STREAM [--workdir DIR] [--down SCENARIO]
 """
 
 from __future__ import annotations
@@ -38,10 +45,13 @@ import aiohttp
 import orjson
 from aiohttp import web
 
-from bench import cpu, envelope, pipeline, procs, synthetic
+from bench import cpu, envelope, incidents, pipeline, procs, synthetic
+from bench.kinds import FLUX_NS
 from tests.controlplane.harness import free_port
 
 PAGE_LIMIT = 500
+PAGES = 20
+"""Fetches of /api/v1/findings and of `/` each, spread through the churn of an incident."""
 ADDED = b'{"type":"ADDED","object":'
 
 
@@ -64,10 +74,11 @@ class Served:
     The stream's clock is moved to this process's: every timestamp shifted by the time between
     the stream's `now` and the moment it is loaded. The controllers' leader Leases are renewed
     every 10 s from the start, as live leaders renew them (the sync of a large cluster takes
-    longer than a Lease lasts); the churn's own Lease renewals are those.
+    longer than a Lease lasts); the churn's own Lease renewals are those. With controllers
+    `down`, the churn holds none of their writes (bench/incidents.py).
     """
 
-    def __init__(self, stream: Path) -> None:
+    def __init__(self, stream: Path, down: tuple[str, ...] = ()) -> None:
         self.sidecar = orjson.loads(stream.with_suffix(".json").read_bytes())
         by = datetime.now(UTC) - datetime.fromisoformat(self.sidecar["now"])
         paths = {f"{r.api_version}/{r.kind}": r.path for r in pipeline.watched()}
@@ -75,6 +86,9 @@ class Served:
         self.items: dict[str, list[bytes]] = defaultdict(list)
         self.tail: list[tuple[float, str, bytes, envelope.Mark | None]] = []
         self.leases: list[dict[str, Any]] = []
+        self.down, self.stopped = down, False
+        self.workloads: list[tuple[str, dict[str, Any]]] = []
+        """(path, object) of the flux-system controllers' workloads, as an outage writes them."""
         start, times = self.sidecar["tail_start"], self.sidecar["tail_times"]
         with stream.open("rb") as lines:
             for index, raw in enumerate(lines):
@@ -88,12 +102,14 @@ class Served:
                     self.items[path].append(line[len(ADDED) : -1])
                     if leader:
                         self.leases.append(written)
-                elif not leader:
+                    elif written["metadata"].get("namespace") == FLUX_NS:
+                        self.workloads.append((path, written))
+                elif not leader and not incidents.silenced(written, down):
                     self.tail.append((times[index - start], path, line, marks.get(index)))
         self.lease_path = paths["coordination.k8s.io/v1/Lease"]
         self.version = 1000 + self.sidecar["lines"]
         self.watches: dict[str, list[asyncio.Queue[bytes | None]]] = defaultdict(list)
-        self.begun = 0.0
+        self.begun = self.renewed = 0.0
         self.written: dict[tuple[str, str], float] = {}
         """When each probe's line was written to its watch."""
         self.healed: set[tuple[str, str]] = set()
@@ -106,13 +122,30 @@ class Served:
     async def renew(self) -> None:
         """The leader Leases renewed every 10 s until cancelled, each a MODIFIED on the Lease watches."""
         while True:
+            self.renewed = time.monotonic()
             renewed = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
             for lease in self.leases:
+                if self.stopped and incidents.leader_lease(lease, self.down):
+                    continue
                 self.version += 1
                 lease["spec"]["renewTime"] = renewed
                 lease["metadata"]["resourceVersion"] = str(self.version)
                 self.send(self.lease_path, orjson.dumps({"type": "MODIFIED", "object": lease}))
             await asyncio.sleep(synthetic.LEASE_EVERY)
+
+    def fail(self) -> float:
+        """Writes the outage of the down controllers and stops renewing their Leases; returns
+        when (time.monotonic()) their Leases run out: their last renewal plus the duration."""
+        self.stopped = True
+        since = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        for path, obj in self.workloads:
+            written = incidents.outage(obj, self.down, since=since)
+            if written is not None:
+                self.version += 1
+                written["metadata"]["resourceVersion"] = str(self.version)
+                self.send(path, orjson.dumps({"type": "MODIFIED", "object": written}))
+        lasting = max(lease["spec"]["leaseDurationSeconds"] for lease in self.leases)
+        return self.renewed + float(lasting)
 
     async def churn(self) -> None:
         """The churn lines, each at its time after the start, on the watches of its kind."""
@@ -213,8 +246,61 @@ async def detect(
     return latencies, healed
 
 
-async def measure(stream: Path, workdir: Path) -> dict[str, Any]:
-    served = Served(stream)
+def down_named(findings: list[dict[str, Any]]) -> set[str]:
+    """Names of the controllers a served ControllerDown finding names."""
+    return {finding["subject"]["name"] for finding in findings if finding["type"] == "ControllerDown"}
+
+
+async def outage(session: aiohttp.ClientSession, base: str, served: Served) -> dict[str, Any]:
+    """The outage written, then /api/v1/findings polled until it names every down controller
+    ControllerDown: seconds from the outage written to its Leases running out, and from then to
+    served (stalewatch's part)."""
+    written = time.monotonic()
+    expires = served.fail()
+    while True:
+        _, body, _ = await procs.fetch(session, f"{base}/api/v1/findings")
+        if b'"ControllerDown"' in body and set(served.down) <= down_named(orjson.loads(body)["findings"]):
+            break
+        if time.monotonic() > expires + 60:
+            raise TimeoutError(f"no ControllerDown for every one of {served.down} a minute after expiry")
+        await asyncio.sleep(0.02)
+    seen = time.monotonic()
+    return {
+        "down": list(served.down),
+        "leases_expired_after_seconds": expires - written,
+        "served_after_expiry_seconds": seen - expires,
+        "findings": len(orjson.loads(body)["findings"]),
+    }
+
+
+async def pages(session: aiohttp.ClientSession, base: str, *, every: float) -> dict[str, Any]:
+    """/api/v1/findings and `/`, each fetched PAGES times `every` seconds apart: time and size."""
+    timed: dict[str, list[float]] = {"findings": [], "page": []}
+    sizes: dict[str, int] = {}
+    findings = 0
+    for _ in range(PAGES):
+        for name, path in (("findings", "/api/v1/findings"), ("page", "/")):
+            status, body, seconds = await procs.fetch(session, base + path)
+            if status != 200:
+                raise RuntimeError(f"{path} answered {status} during the incident")
+            timed[name].append(seconds)
+            sizes[name] = len(body)
+            if name == "findings":
+                findings = len(orjson.loads(body)["findings"])
+        await asyncio.sleep(every)
+    out: dict[str, Any] = {"fetches": PAGES, "findings": findings}
+    for name, times in timed.items():
+        times.sort()
+        out[name] = {
+            "p50_seconds": statistics.median(times),
+            "p99_seconds": envelope.pct(times, 0.99),
+            "bytes": sizes[name],
+        }
+    return out
+
+
+async def measure(stream: Path, workdir: Path, down: tuple[str, ...] = ()) -> dict[str, Any]:
+    served = Served(stream, down)
     app = web.Application()
     app.router.add_get("/version", served.version_info)
     app.router.add_get("/{path:.*}", served.collection)
@@ -239,6 +325,9 @@ async def measure(stream: Path, workdir: Path) -> dict[str, Any]:
             out["first_scrape"] = {"status": status, "bytes": len(metrics), "seconds": seconds}
             out["rss_bytes_scraped"] = proc.rss()
             seconds = served.sidecar["churn_seconds"]
+            if down:
+                out["outage"] = await outage(session, base, served)
+                fetched = asyncio.create_task(pages(session, base, every=seconds / PAGES))
             before = proc.cpu()
             churn = asyncio.create_task(served.churn())
             stop = asyncio.Event()
@@ -256,6 +345,8 @@ async def measure(stream: Path, workdir: Path) -> dict[str, Any]:
                 "rss_bytes": proc.rss(),
                 "scrapes": await scrapes,
             }
+            if down:
+                out["pages"] = await fetched
             out["detection"] = {
                 "probes": len(served.sidecar["probes"]),
                 "seen": len(latencies),
@@ -277,9 +368,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("stream", type=Path)
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--down", choices=incidents.SCENARIOS, default=None, help="an incident")
     args = parser.parse_args(argv)
     workdir = args.workdir or args.stream.parent
-    result = asyncio.run(measure(args.stream, workdir))
+    down = incidents.SCENARIOS[args.down] if args.down else ()
+    result = asyncio.run(measure(args.stream, workdir, down))
     sys.stdout.write(orjson.dumps(result).decode() + "\n")
     return 0
 
