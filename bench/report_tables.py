@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bench.compare import TARGETS
+from bench.incidents import TITLES
 from bench.workload import GITOPS_KINDS
 
 COMPARED: dict[str, tuple[str, str, str]] = {
@@ -101,7 +102,34 @@ def envelope_targets(
          p99, None if p99 is None else p99 <= 1, ".2f"),
         (f"{name}: detection p99, line written -> /api/v1/findings names it (stalewatch run)", "<= 1 s",
          served_p99, None if served_p99 is None else served_p99 <= 1, ".2f"),
+        *incident_targets(name, envelope.get("incidents", {}).get("source-controller")),
     ]  # fmt: skip
+
+
+def incident_targets(
+    name: str, incident: dict[str, Any] | None
+) -> list[tuple[str, str, float | None, bool | None, str]]:
+    """The issue's three targets with source-controller down: at most a second each."""
+    if not incident:
+        return []
+    first = incident["pipeline"].get("first_evaluate_ms")
+    served = incident["served"]
+    measured = [
+        ("first evaluation after it went down (in process)", None if first is None else first / 1000),
+        ("detection p99, line written -> /api/v1/findings names it (stalewatch run)",
+         served["detection"].get("p99_seconds")),
+        ("/api/v1/findings p99 (stalewatch run)", served["pages"]["findings"].get("p99_seconds")),
+    ]  # fmt: skip
+    return [
+        (
+            f"{name}, source-controller down: {what}",
+            "<= 1 s",
+            value,
+            None if value is None else value <= 1,
+            ".2f",
+        )
+        for what, value in measured
+    ]
 
 
 def envelope_table(envelope: dict[str, Any] | None) -> list[str]:
@@ -161,6 +189,7 @@ def envelope_table(envelope: dict[str, Any] | None) -> list[str]:
         *(f"| {label} | {value} |" for label, value in rows),
         "",
         *served_table(envelope.get("served")),
+        *incident_table(envelope.get("incidents")),
         *calibration_table(envelope.get("calibration")),
     ]
     return out
@@ -191,6 +220,69 @@ def served_table(served: dict[str, Any] | None) -> list[str]:
         "| | |",
         "| --- | ---: |",
         *(f"| {label} | {value} |" for label, value in rows),
+        "",
+    ]
+
+
+def incident_table(incidents: dict[str, Any] | None) -> list[str]:
+    """The same stream during each incident of bench/incidents.py, in process and served."""
+    if not incidents:
+        return []
+    columns = [
+        (title, incidents[scenario]["pipeline"], incidents[scenario]["served"])
+        for scenario, title in TITLES.items()
+        if scenario in incidents
+    ]
+
+    def quantiles(timed: dict[str, Any], *names: str) -> str:
+        return " / ".join(_fmt(timed.get(f"{q}_seconds"), ".3f", " s") for q in names)
+
+    def row(label: str, cell: Any) -> str:
+        return f"| {label} | " + " | ".join(cell(pipe, served) for _, pipe, served in columns) + " |"
+
+    def page(name: str) -> Any:
+        return lambda p, s: f"{quantiles(s['pages'][name], 'p50', 'p99')}, {s['pages'][name]['bytes']:,} B"
+
+    fetches = columns[0][2]["pages"]["fetches"]
+    rows = [
+        row("controllers down", lambda p, s: ", ".join(p["down"])),
+        row("in process, one core: findings, healthy -> during the incident",
+            lambda p, s: f"{p['findings_healthy']:,} -> {p['findings']:,}"),
+        row("first evaluation after they went down",
+            lambda p, s: _fmt(p["first_evaluate_ms"], ",.0f", " ms")),
+        row("churn event (upsert + evaluate), mean / p99, of the first N still written",
+            lambda p, s: f"{_fmt(p['event_ms_mean'], ',.1f')} / {_fmt(p['event_ms_p99'], ',.1f', ' ms')} "
+            f"(N = {p['churn_events']:,})"),
+        row("stalewatch run: outage written -> Leases ran out",
+            lambda p, s: _fmt(s["outage"]["leases_expired_after_seconds"], ".1f", " s")),
+        row("Leases ran out -> /api/v1/findings names every one ControllerDown",
+            lambda p, s: _fmt(s["outage"]["served_after_expiry_seconds"], ".2f", " s")),
+        row("findings served during the churn", lambda p, s: f"{s['pages']['findings_served']:,}"),
+        row("detection probes (a healthy Pod broken) / seen",
+            lambda p, s: f"{s['detection']['probes']:,} / {s['detection']['seen']:,}"),
+        row("detection p50 / p99 / max, line written -> /api/v1/findings names it",
+            lambda p, s: quantiles(s["detection"], "p50", "p99", "max")),
+        row(f"/api/v1/findings p50 / p99 ({fetches} fetches through the churn), body", page("findings")),
+        row(f"/ (the page) p50 / p99 ({fetches} fetches through the churn), body", page("page")),
+        row("under the churn, scraped every 15 s and polled by the probes: CPU",
+            lambda p, s: _fmt(s["churn"]["cpu_cores"], ".2f", " cores")),
+        row("RSS synced / at the end of the churn",
+            lambda p, s: f"{s['rss_bytes_synced'] / 2**20:,.0f} / {s['churn']['rss_bytes'] / 2**20:,.0f} "
+            "MiB"),
+        row("load average (1, 5, 15 min) at the end",
+            lambda p, s: ", ".join(f"{v:.1f}" for v in s.get("load_average", ()))),
+    ]  # fmt: skip
+    return [
+        "### Maximum-size cluster during an incident",
+        "",
+        "The same stream, its controllers failing as a real outage writes it (bench/incidents.py: "
+        "their Pods crash-looping, no available replica, their Leases left to run out, their own "
+        "status writes gone from the churn); in process on one core (CPU time), and served to a "
+        "fresh `stalewatch run` once it names every one of them ControllerDown:",
+        "",
+        "| | " + " | ".join(title for title, _, _ in columns) + " |",
+        "| --- |" + " ---: |" * len(columns),
+        *rows,
         "",
     ]
 

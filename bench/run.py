@@ -10,7 +10,7 @@ the pure pipeline on the recorded stream, pinned to one core, and the old code's
 this code's on the same recording (bench/compare.py). After the sizes, the maximum-size cluster
 (150,000 Pods, 50,000 GitOps objects) from a synthetic stream made with the largest size's
 recording (bench/synthetic.py), measured in process (bench/envelope.py) and served to a real
-`stalewatch run` (bench/served.py).
+`stalewatch run` (bench/served.py), healthy and then during each incident of bench/incidents.py.
 
 Usage: python -m bench.run --sizes 1000,10000,50000 [--ksm PATH] [--out bench/results]
 """
@@ -35,7 +35,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from bench import cpu, procs, synthetic
+from bench import cpu, incidents, procs, synthetic
 from bench.compare import OLD_REF
 from bench.generate import Churn, client_for, populate
 from bench.kinds import CONTROLLERS
@@ -414,8 +414,22 @@ async def run_envelope(workdir: Path, served_from: Path, *, pods: int, gitops: i
     result["live"] = await python("bench.envelope", "live", str(stream))
     log("envelope: served to a real stalewatch run, then its churn")
     result["served"] = await python("bench.served", str(stream), "--workdir", str(workdir))
+    result["incidents"] = await run_incidents(workdir, stream)
     result["load_average"] = os.getloadavg()
     return result
+
+
+async def run_incidents(workdir: Path, stream: Path) -> dict[str, Any]:
+    """Each incident of bench/incidents.py on the synthetic stream, in process and served."""
+    out: dict[str, Any] = {}
+    for scenario, title in incidents.TITLES.items():
+        log(f"envelope, {title}: in process (one core)")
+        measured = {"pipeline": await python("bench.envelope", "incident", str(stream), scenario)}
+        log(f"envelope, {title}: served to a real stalewatch run, then its churn")
+        made = ["--workdir", str(workdir), "--down", scenario]
+        measured["served"] = await python("bench.served", str(stream), *made)
+        out[scenario] = measured
+    return out
 
 
 async def bench_size(size: int, *, ksm: Path | None, workdir: Path, old: str | None) -> dict[str, Any]:
@@ -522,6 +536,11 @@ async def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--envelope-pods", type=int, default=synthetic.PODS)
     parser.add_argument("--envelope-gitops", type=int, default=synthetic.GITOPS)
     parser.add_argument("--no-envelope", action="store_true", help="skip the synthetic maximum-size cluster")
+    parser.add_argument(
+        "--incidents-only",
+        action="store_true",
+        help="re-measure only the incidents on the synthetic stream a previous run wrote in --workdir",
+    )
     args = parser.parse_args(argv)
     old = None if args.no_compare else args.old
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
@@ -535,6 +554,13 @@ async def main(argv: list[str] | None = None) -> int:
             f"another benchmark is running in {args.workdir}: two would corrupt each other's recordings\n"
         )
         return 1
+    if args.incidents_only:
+        path = args.out / "envelope.json"
+        result = orjson.loads(path.read_bytes()) if path.exists() else {}
+        stream = args.workdir / "envelope" / "stream.jsonl"
+        result["incidents"] = await run_incidents(stream.parent, stream)
+        path.write_bytes(orjson.dumps(result, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
+        return 0
     if args.pipeline_only:
         for size in sizes:
             path = args.out / f"size-{size}.json"

@@ -109,7 +109,9 @@ class Served:
         self.lease_path = paths["coordination.k8s.io/v1/Lease"]
         self.version = 1000 + self.sidecar["lines"]
         self.watches: dict[str, list[asyncio.Queue[bytes | None]]] = defaultdict(list)
-        self.begun = self.renewed = 0.0
+        self.begun = 0.0
+        self.renewed = datetime.now(UTC)
+        """When the leader Leases were last renewed (the clock their renewTime is written in)."""
         self.written: dict[tuple[str, str], float] = {}
         """When each probe's line was written to its watch."""
         self.healed: set[tuple[str, str]] = set()
@@ -122,8 +124,8 @@ class Served:
     async def renew(self) -> None:
         """The leader Leases renewed every 10 s until cancelled, each a MODIFIED on the Lease watches."""
         while True:
-            self.renewed = time.monotonic()
-            renewed = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+            self.renewed = datetime.now(UTC)
+            renewed = self.renewed.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
             for lease in self.leases:
                 if self.stopped and incidents.leader_lease(lease, self.down):
                     continue
@@ -133,9 +135,9 @@ class Served:
                 self.send(self.lease_path, orjson.dumps({"type": "MODIFIED", "object": lease}))
             await asyncio.sleep(synthetic.LEASE_EVERY)
 
-    def fail(self) -> float:
+    def fail(self) -> datetime:
         """Writes the outage of the down controllers and stops renewing their Leases; returns
-        when (time.monotonic()) their Leases run out: their last renewal plus the duration."""
+        when their Leases run out: their last renewal plus the duration."""
         self.stopped = True
         since = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         for path, obj in self.workloads:
@@ -145,7 +147,7 @@ class Served:
                 written["metadata"]["resourceVersion"] = str(self.version)
                 self.send(path, orjson.dumps({"type": "MODIFIED", "object": written}))
         lasting = max(lease["spec"]["leaseDurationSeconds"] for lease in self.leases)
-        return self.renewed + float(lasting)
+        return self.renewed + timedelta(seconds=lasting)
 
     async def churn(self) -> None:
         """The churn lines, each at its time after the start, on the watches of its kind."""
@@ -255,20 +257,20 @@ async def outage(session: aiohttp.ClientSession, base: str, served: Served) -> d
     """The outage written, then /api/v1/findings polled until it names every down controller
     ControllerDown: seconds from the outage written to its Leases running out, and from then to
     served (stalewatch's part)."""
-    written = time.monotonic()
+    written = datetime.now(UTC)
     expires = served.fail()
     while True:
         _, body, _ = await procs.fetch(session, f"{base}/api/v1/findings")
         if b'"ControllerDown"' in body and set(served.down) <= down_named(orjson.loads(body)["findings"]):
             break
-        if time.monotonic() > expires + 60:
+        if datetime.now(UTC) > expires + timedelta(minutes=1):
             raise TimeoutError(f"no ControllerDown for every one of {served.down} a minute after expiry")
         await asyncio.sleep(0.02)
-    seen = time.monotonic()
+    seen = datetime.now(UTC)
     return {
         "down": list(served.down),
-        "leases_expired_after_seconds": expires - written,
-        "served_after_expiry_seconds": seen - expires,
+        "leases_expired_after_seconds": (expires - written).total_seconds(),
+        "served_after_expiry_seconds": (seen - expires).total_seconds(),
         "findings": len(orjson.loads(body)["findings"]),
     }
 
@@ -288,7 +290,7 @@ async def pages(session: aiohttp.ClientSession, base: str, *, every: float) -> d
             if name == "findings":
                 findings = len(orjson.loads(body)["findings"])
         await asyncio.sleep(every)
-    out: dict[str, Any] = {"fetches": PAGES, "findings": findings}
+    out: dict[str, Any] = {"fetches": PAGES, "findings_served": findings}
     for name, times in timed.items():
         times.sort()
         out[name] = {

@@ -3,7 +3,8 @@
 At a tiny size, with no number asserted: the comparison measures every pipeline target for both
 trees and leaves no worktree behind; the synthetic stream holds the envelope's mix in the shape
 the real API server served (its fields, its defaults), its failing objects are what stalewatch
-reports, and the live harness holds it and sees every Pod the churn breaks.
+reports, and the live harness holds it and sees every Pod the churn breaks; during each incident
+(bench/incidents.py) the outage is what the model and a real `stalewatch run` call ControllerDown.
 """
 
 from __future__ import annotations
@@ -12,17 +13,18 @@ import asyncio
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
-from bench import compare, pipeline, procs, run, synthetic
+from bench import compare, incidents, pipeline, procs, run, synthetic
 from bench import envelope as envelope_bench
-from bench.kinds import CONTROLLERS
-from bench.workload import FAILING_PODS, envelope
+from bench import served as served_bench
+from bench.kinds import API_VERSIONS, CONTROLLERS
+from bench.workload import FAILING_PODS, Cluster, envelope
 from watcher.model.engine import HealthModel
 from watcher.model.types import ModelConfig
 
@@ -164,3 +166,70 @@ async def test_a_real_stalewatch_run_syncs_the_served_stream_and_serves_every_po
     )
     assert detection["seen"] > 0
     assert served["churn"]["scrapes"] >= 1
+
+
+def test_an_outage_crash_loops_the_controllers_pods_and_leaves_their_leases_and_statuses_unwritten() -> None:
+    built = Cluster(200, datetime.now(UTC))
+    objects = [
+        obj
+        for _, obj in synthetic.objects(built)
+        if obj["kind"] in ("Deployment", "ReplicaSet", "Pod", "Lease")
+    ]
+    down = incidents.SCENARIOS["source-controller"]
+    written = {
+        (obj["kind"], obj["metadata"]["name"]): made
+        for obj in objects
+        if (made := incidents.outage(obj, down, since="2026-12-07T16:00:00Z"))
+    }
+    assert {kind for kind, name in written} == {"Deployment", "ReplicaSet", "Pod"}
+    assert all(name.startswith("source-controller") for _, name in written)
+    (pod,) = (obj for (kind, _), obj in written.items() if kind == "Pod")
+    assert pod["status"]["containerStatuses"][0]["state"]["waiting"]["reason"] == "CrashLoopBackOff"
+    deployment = written["Deployment", "source-controller"]
+    assert "availableReplicas" not in deployment["status"]
+    assert [c["status"] for c in deployment["status"]["conditions"] if c["type"] == "Available"] == ["False"]
+    leases = [obj for obj in objects if incidents.leader_lease(obj, down)]
+    assert [lease["metadata"]["name"] for lease in leases] == ["source-controller-leader-election"]
+    git = {"apiVersion": API_VERSIONS["GitRepository"], "kind": "GitRepository", "metadata": {"name": "a"}}
+    kustomization = {**git, "apiVersion": API_VERSIONS["Kustomization"], "kind": "Kustomization"}
+    assert incidents.silenced(git, down)
+    assert incidents.silenced(leases[0], down)
+    assert not incidents.silenced(kustomization, down)
+
+
+@pytest.mark.parametrize("scenario", incidents.SCENARIOS)
+async def test_each_incident_in_process_names_every_down_controller_and_times_the_churn_still_written(
+    stream: Path, scenario: str
+) -> None:
+    measured = await run.python("bench.envelope", "incident", str(stream), scenario)
+    down = incidents.SCENARIOS[scenario]
+    assert measured["controller_down"] == sorted(down)
+    assert measured["findings"] > measured["findings_healthy"]
+    assert measured["first_evaluate_ms"] > 0
+    still = [
+        obj
+        for kind, obj in events(stream)
+        if kind == "MODIFIED"
+        and not incidents.silenced(obj, down)
+        and not incidents.leader_lease(obj, CONTROLLERS)
+    ]
+    assert measured["churn_events"] == min(envelope_bench.OUTAGE_SAMPLE, len(still)) > 0
+
+
+async def test_a_real_stalewatch_run_names_source_controller_down_then_serves_the_incident_through_the_churn(
+    stream: Path, tmp_path: Path
+) -> None:
+    sidecar = orjson.loads(stream.with_suffix(".json").read_bytes())
+    made = ["--workdir", str(tmp_path), "--down", "source-controller"]
+    served = await run.python("bench.served", str(stream), *made)
+    assert served["outage"]["down"] == ["source-controller"]
+    assert 0 < served["outage"]["leases_expired_after_seconds"] <= 40  # the Lease's duration
+    detection = served["detection"]
+    assert (
+        detection["seen"] + detection["healed_before_seen"] == detection["probes"] == len(sidecar["probes"])
+    )
+    pages = served["pages"]
+    assert pages["fetches"] == served_bench.PAGES
+    assert pages["findings_served"] > 0
+    assert pages["findings"]["bytes"] > 0
+    assert pages["page"]["bytes"] > 0
