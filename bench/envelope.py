@@ -46,8 +46,7 @@ from bench.kinds import CONTROLLERS, FLUX_NS
 PASSES = 3
 SAMPLE, INCIDENT = 300, 20
 """Churn events timed one by one with the whole cluster loaded (an evaluation after each), and
-during the incident (every GitOps object a finding).
-"""
+during the incident (every GitOps object a finding)."""
 OUTAGE_SAMPLE = 200
 """Churn events timed one by one during each of bench/incidents.py's outages."""
 
@@ -258,11 +257,11 @@ def pct(ordered: list[float], q: float) -> float | None:
 def incident(stream: Path, scenario: str) -> dict[str, Any]:
     """One outage of bench/incidents.py in process, one core, CPU time, as pipeline.scaling times
     the churn. The cluster (its ADDED events) is loaded and evaluated healthy, the cache frozen as
-    the watcher freezes it once synced. Then the outage's writes, and the first evaluation once
-    the down controllers' Leases have run out (a second after: renewed last when the stream
-    begins, when the others are renewed again as live leaders renew them); it must name every
-    down controller ControllerDown. Then OUTAGE_SAMPLE of the churn events the incident still
-    writes (no leader Lease renewal: the clock stands still), each upserted and evaluated."""
+    the watcher freezes it once synced. Then the outage's writes (the down controllers crashed
+    right after their Leases' last renewal, in the stream's ADDED events; the others renew theirs
+    again, as live leaders do) and the first evaluation, a second after those Leases ran out: it
+    must name every down controller ControllerDown. Then OUTAGE_SAMPLE of the churn events the
+    incident still writes (no Lease renewal: the clock stands still), each upserted and evaluated."""
     from watcher.kube.live import SyncCollections
     from watcher.model.engine import HealthModel
     from watcher.model.types import ModelConfig
@@ -288,9 +287,9 @@ def incident(stream: Path, scenario: str) -> dict[str, Any]:
     healthy = model.evaluate(now)
     collections.freeze()
     leases = [obj for obj in controllers if incidents.leader_lease(obj, CONTROLLERS)]
-    expired = max(_expiry(obj) for obj in leases if incidents.leader_lease(obj, down))
-    later = expired + timedelta(seconds=1)
-    since = leases[0]["spec"]["renewTime"]
+    stopped = [obj for obj in leases if incidents.leader_lease(obj, down)]
+    later = max(map(_expiry, stopped)) + timedelta(seconds=1)
+    since = stopped[0]["spec"]["renewTime"]
     written = [made for obj in controllers if (made := incidents.outage(obj, down, since=since))]
     for lease in leases:
         if not incidents.leader_lease(lease, down):
