@@ -74,7 +74,7 @@ class Served:
     The stream's clock is moved to this process's: every timestamp shifted by the time between
     the stream's `now` and the moment it is loaded. The controllers' leader Leases are renewed
     every 10 s from the start, as live leaders renew them (the sync of a large cluster takes
-    longer than a Lease lasts); the churn's own Lease renewals are those. With controllers
+    longer than a Lease lasts), in the lists too; the churn's own Lease renewals are those. With controllers
     `down`, the churn holds none of their writes (bench/incidents.py).
     """
 
@@ -85,7 +85,8 @@ class Served:
         marks = envelope.marked(self.sidecar)
         self.items: dict[str, list[bytes]] = defaultdict(list)
         self.tail: list[tuple[float, str, bytes, envelope.Mark | None]] = []
-        self.leases: list[dict[str, Any]] = []
+        self.leases: list[tuple[int, dict[str, Any]]] = []
+        """The leader Leases, each with its place in the Leases' list."""
         self.down, self.stopped = down, False
         self.workloads: list[tuple[str, dict[str, Any]]] = []
         """(path, object) of the flux-system controllers' workloads, as an outage writes them."""
@@ -101,7 +102,7 @@ class Served:
                 if index < start:
                     self.items[path].append(line[len(ADDED) : -1])
                     if leader:
-                        self.leases.append(written)
+                        self.leases.append((len(self.items[path]) - 1, written))
                     elif written["metadata"].get("namespace") == FLUX_NS:
                         self.workloads.append((path, written))
                 elif not leader and not incidents.silenced(written, down):
@@ -126,12 +127,13 @@ class Served:
         while True:
             self.renewed = datetime.now(UTC)
             renewed = self.renewed.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-            for lease in self.leases:
+            for at, lease in self.leases:
                 if self.stopped and incidents.leader_lease(lease, self.down):
                     continue
                 self.version += 1
                 lease["spec"]["renewTime"] = renewed
                 lease["metadata"]["resourceVersion"] = str(self.version)
+                self.items[self.lease_path][at] = orjson.dumps(lease)  # a list serves it renewed
                 self.send(self.lease_path, orjson.dumps({"type": "MODIFIED", "object": lease}))
             await asyncio.sleep(synthetic.LEASE_EVERY)
 
@@ -146,7 +148,7 @@ class Served:
                 self.version += 1
                 written["metadata"]["resourceVersion"] = str(self.version)
                 self.send(path, orjson.dumps({"type": "MODIFIED", "object": written}))
-        lasting = max(lease["spec"]["leaseDurationSeconds"] for lease in self.leases)
+        lasting = max(lease["spec"]["leaseDurationSeconds"] for _, lease in self.leases)
         return self.renewed + timedelta(seconds=lasting)
 
     async def churn(self) -> None:
