@@ -52,7 +52,8 @@ class Satellites:
         """A satellite changed in place since the last merge: the output must be merged again."""
         self._moved: set[Key] = set()
         """Satellites added, changed or gone since their outputs were last placed."""
-        self._outputs: dict[Key, OrderKey] = {}
+        self._outputs: dict[Key, tuple[Finding, OrderKey]] = {}
+        """Where each placed output is, with the candidate it was made from."""
         self._placed: SortedTable[OrderKey, Finding] = SortedTable()
         """The unpromoted satellites' outputs, in output order."""
         self._placed_for = Correlation([])
@@ -117,12 +118,15 @@ class Satellites:
                     moved |= self.groups[link].subjects.keys()
         self._moved, self._placed_for, self.moved = set(), core, False
         for key in moved:
-            at = self._outputs.pop(key, None)
+            kept = self._outputs.pop(key, None)
+            at = kept[1] if kept is not None else None
             candidate = self.candidates.get(key)
             if candidate is not None and key not in core.promoted:
                 link = _link(candidate)
                 output = _output(candidate, core.roots[link], core.since[link])
-                where = self._outputs[key] = order_key(output)
+                # an output's order is its candidate's (never a root): kept while that is the same
+                where = kept[1] if kept is not None and kept[0] is candidate else order_key(output)
+                self._outputs[key] = (candidate, where)
                 if at is not None and at != where:
                     self._placed.set(at, None)
                 self._placed.set(where, output)  # in place when its order is unchanged
