@@ -332,3 +332,39 @@ async def test_readyz_waits_for_the_kinds_inventories_list_unless_they_cannot_be
     summary = orjson.loads(await (await client.get("/api/v1/findings")).read())["summary"]
     assert summary["unread"] == {"Certificate.cert-manager.io": 2}
     assert summary["stale"] is (status == 503)
+
+
+def test_a_findings_document_is_the_bytes_orjson_writes_whole_and_reuses_each_unchanged_finding() -> None:
+    """Each finding is written once while the model hands out the same Finding (an incident's
+    satellites), and the document stays exactly what orjson writes for it whole."""
+    from tests.model.builders import MIN
+    from tests.model.builders import NOW as MODEL_NOW
+    from tests.model.test_incidents import tofu_incident
+    from watcher.model.engine import HealthModel
+    from watcher.model.types import Rejection, RejectReason
+    from watcher.web.server import Fragments, findings_document
+
+    model = HealthModel(ModelConfig())
+    for obj in tofu_incident():
+        model.upsert(project(obj), now=MODEL_NOW)
+    first = model.evaluate(MODEL_NOW + 10 * MIN)
+    assert any(f.affected for f in first.findings)
+    assert any(f.root_cause for f in first.findings)
+    pod = {"apiVersion": "v1", "kind": "Pod", "namespace": "a", "name": "p"}
+    rejected = [Rejection(pod, RejectReason.NOT_AN_INTEGER, "spec.x", 'x\n"y"', evaluated=True, message="é")]
+    evaluation = dataclasses.replace(first, rejected=rejected)
+    status = {"synced": True, "note": 'ünïcode \n and quotes "'}
+
+    written: Fragments = {}
+    body = findings_document(evaluation, status, objects=3, load_errors=1, written=written)
+    whole = {
+        "findings": [f.to_dict() for f in evaluation.findings],
+        "summary": orjson.loads(findings_document(evaluation, status, objects=3, load_errors=1))["summary"],
+        "rejected": [r.to_dict() for r in rejected],
+    }
+    assert body == orjson.dumps(whole, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+    again: Fragments = {}
+    findings_document(evaluation, status, objects=3, load_errors=1, kept=written, written=again)
+    assert all(again[key][1] is written[key][1] for key in written)
+    empty = dataclasses.replace(evaluation, findings=[])
+    assert orjson.loads(findings_document(empty, status, objects=0, load_errors=0))["findings"] == []

@@ -49,6 +49,7 @@ from watcher.export.metrics import render
 from watcher.export.report import summary
 from watcher.generations import Generations
 from watcher.model.evaluation import Evaluation
+from watcher.model.types import Finding
 from watcher.telemetry import Telemetry
 from watcher.web import stream, timeline
 from watcher.web.objects import around_kinds, kind_key, not_found, object_parts, unknown
@@ -84,6 +85,8 @@ class DocumentCache:
         self._evaluation: Evaluation | None = None
         self._inputs: tuple[Any, ...] = ()
         self._body = b""
+        self.fragments: Fragments = {}
+        """Each finding of the last document as written in it (findings_document)."""
 
     def body(self, evaluation: Evaluation | None, inputs: tuple[Any, ...]) -> bytes | None:
         if evaluation is not None and evaluation is self._evaluation and inputs == self._inputs:
@@ -244,8 +247,12 @@ async def findings(request: web.Request) -> web.Response:
     inputs = (orjson.dumps(status), counts["objects"], counts["load_errors"])
     body = cache.body(evaluation, inputs)
     if body is None:
-        body = await asyncio.to_thread(findings_document, evaluation, status, **counts)
+        fragments: Fragments = {}
+        body = await asyncio.to_thread(
+            findings_document, evaluation, status, **counts, kept=cache.fragments, written=fragments
+        )
         cache.keep(evaluation, inputs, body)
+        cache.fragments = fragments
     return web.Response(body=body, content_type="application/json")
 
 
@@ -358,17 +365,51 @@ def watch_status(telemetry: Telemetry, evaluation: Evaluation | None) -> dict[st
     }
 
 
+Fragments = dict[int, tuple[Finding, bytes]]
+"""A finding as written in a findings document, by the identity of the Finding (kept with it)."""
+
+
 def findings_document(
-    evaluation: Evaluation | None, status: dict[str, Any], *, objects: int, load_errors: int
+    evaluation: Evaluation | None,
+    status: dict[str, Any],
+    *,
+    objects: int,
+    load_errors: int,
+    kept: Fragments | None = None,
+    written: Fragments | None = None,
 ) -> bytes:
     """`{"findings": [...], "summary": {...}}` as `analyze --output json` writes it, plus the
     watch status. `objects` are those watched; `load_errors` those skipped as malformed.
-    Before the first evaluation: no findings, and the summary says stale."""
+    Before the first evaluation: no findings, and the summary says stale.
+
+    Each finding is written once while the model hands out the same Finding: `kept` are those of
+    the last document, `written` is filled with this one's. During an incident at 200,000 objects
+    the findings are tens of thousands and most (satellites) are the same from one evaluation to
+    the next; the document is the same bytes orjson writes for it whole."""
     if evaluation is None:
         evaluation = Evaluation(datetime.now(UTC), [], [], [], [])
-    document = {
-        "findings": [finding.to_dict() for finding in evaluation.findings],
+    rest = {
         "summary": {**summary(evaluation, objects=objects, load_errors=load_errors), **status},
         "rejected": [rejection.to_dict() for rejection in evaluation.rejected],
     }
-    return orjson.dumps(document, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+    if not evaluation.findings:
+        return orjson.dumps({"findings": [], **rest}, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+    kept = kept or {}
+    written = {} if written is None else written
+    parts = []
+    for finding in evaluation.findings:
+        found = kept.get(id(finding))
+        if found is None or found[0] is not finding:
+            found = (
+                finding,
+                _INDENT
+                + orjson.dumps(finding.to_dict(), option=orjson.OPT_INDENT_2).replace(b"\n", _NEWLINE),
+            )
+        written[id(finding)] = found
+        parts.append(found[1])
+    tail = orjson.dumps(rest, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+    return b'{\n  "findings": [\n' + b",\n".join(parts) + b"\n  ],\n" + tail[2:]
+
+
+_INDENT, _NEWLINE = b"    ", b"\n    "
+"""A finding's place in the document: the second level of its indentation (OPT_INDENT_2)."""
