@@ -25,12 +25,27 @@ Incremental design (an event must not cost O(cluster)):
     (store/beats.py);
   * every cached answer carries the next moment a threshold could flip it; its owner's heap
     of those deadlines (store/deadlines.py) makes `evaluate(later_now)` re-check exactly what is due;
+  * an Event's RetryLoop attempt is settled with the others about its object and reason
+    (correlate/loops.py) only when one of them or that object changes; correlation sees the
+    settled loops alone, and runs again only when one of them changed;
   * correlation (correlate/correlator.py's Correlator) then runs over findings only, and only
-    when something changed; which workload and release each failing object belongs to, and each
-    release's finding, are kept from pass to pass until what they were read from changes;
+    when a candidate, a verdict, a loop or something the last pass read changed; which workload
+    and release each failing object belongs to, each release's finding and each root's blast
+    radius are kept from pass to pass until what they were made of changes;
   * during an incident most candidates are StatusStale alone on their subject (satellites,
-    see store/satellites.py): a change to one only replaces its output in a merge of two sorted
-    lists, unless the last correlation pass asked about its subject (promoted it).
+    see store/satellites.py): they stay out of the pass, and a change to one only replaces its
+    output in place, unless the last correlation pass asked about its subject (promoted it); a
+    down controller's verdict moving in time re-places only its satellites' outputs (their
+    `since` is its ControllerDown's, working.stale_since), judging none of its objects again.
+
+How a pass's cost grows (BENCHMARKS.md, "Correlation in proportion to what changed"): an event
+costs its object's judgement (and its dependents', by the source index) plus, when a candidate
+changed, a correlation pass in proportion to the findings that are not satellites (during an
+incident with every controller down: the ControllerDowns and what they explain beyond stale
+statuses; with source-controller alone down: every failing workload and release still judged
+from its status); satellites, settled Events and kept blast radii cost nothing per pass. A down
+controller's verdict moving in time costs its satellites' outputs, not their judgement. What is
+still whole per pass is the non-satellite findings: `reference()` is that pass from scratch.
 
 Each object is judged inside one guard (intake, rules, controller verdict): one that makes a rule
 raise is set aside and reported (ingest/quarantine.py), never the whole evaluation.

@@ -21,14 +21,18 @@ Runs over findings, not objects, so its cost follows the number of problems. Ste
 
 A pass works on copies of the candidates (store/working.py); `Correlator` keeps, from one pass to the
 next, the answers that are read off objects which rarely change under churn (the owners of a
-failing Pod, a release's finding), each until one of the objects it was read from changes.
+failing Pod, a release's finding), each until one of the objects it was read from changes, and
+each root's blast radius until what it was made of changes (roots.py). `Correlator(keep=False)`
+keeps nothing: HealthModel.reference(), the pass the kept answers must equal.
 
 During an incident most findings are StatusStale candidates alone on their subject, each
 only pointing at its ControllerDown. The engine passes those as `satellites`: the pass
 admits one only when something asks about its subject (it is then *promoted*, exactly as
 if it had been a candidate), and otherwise only counts it into its root's message and
-`affected`. Its output is then the candidate with root_cause set (store/satellites.py merges those
-outputs in), so a change to one costs the engine a list merge, not a pass over every finding.
+`affected`. Its output is then the candidate with root_cause set and its ControllerDown's since
+(store/satellites.py places those outputs), so a change to one costs the engine a replaced
+output, not a pass over every finding. Events' attempts are settled into RetryLoops before the
+pass (loops.py): it is given the loops, not the attempts.
 """
 
 from __future__ import annotations
