@@ -111,12 +111,6 @@ class Store:
         """Ignoring blindness: for bookkeeping (deletes, relists), never for judging."""
         return unpacked(self._objects.get(key))
 
-    def version(self, key: Key) -> object | None:
-        """What is stored for `key` as stored (a mapping or its packed bytes; blindness applied),
-        without unpacking it: the same object until the key is written again (or packed once
-        after its judgement), so an answer kept with it can tell an unchanged input by identity."""
-        return self._objects.get(key) if key.kind not in self.blind else None
-
     def pack(self, key: Key) -> None:
         """Keep a judged object of a PACKED_KINDS kind as bytes until it is read again."""
         value = self._objects.get(key)
@@ -286,8 +280,6 @@ class Listing(View, Protocol):
 
     def holds(self, group: str, kind: str) -> bool: ...
 
-    def version(self, key: Key) -> object | None: ...
-
 
 class Recorder:
     """A View that remembers what it was asked, so a later change can tell whether it matters.
@@ -307,10 +299,6 @@ class Recorder:
     def referrers(self, edge: str, target: Key) -> Set[Key]:
         self.edges.add((edge, target))
         return self._store.referrers(edge, target)
-
-    def version(self, key: Key) -> object | None:
-        self.keys.add(key)
-        return self._store.version(key)
 
     def holds(self, group: str, kind: str) -> bool:
         """Not recorded: it flips only when a kind's first object comes or its last goes; until
