@@ -23,7 +23,7 @@ import orjson
 import pytest
 import yaml
 
-from bench import cpu, liveprofile, pipeline, procs, report, run
+from bench import cpu, liveprofile, pipeline, procs, report, run, scaling_kinds
 from bench.barelist import main as barelist_main
 from bench.generate import Churn
 from bench.kinds import API_VERSIONS, CONTROLLERS, STACK_KINDS
@@ -139,6 +139,10 @@ async def test_the_recorded_stream_holds_every_watched_object_and_feeds_the_pipe
         "k8s_asyncio_events_per_s",
     ):
         assert result[key] > 0
+    kinds = await asyncio.to_thread(scaling_kinds.by_kind, stream)
+    played = min(scaling_kinds.INCIDENT, result["churn_events"])
+    assert sum(k["events"] for k in kinds["kinds"].values()) == played
+    assert kinds["incident_findings"] > 0  # every controller's Lease expired by then
 
 
 async def test_stalewatch_syncs_the_cluster_and_serves_a_broken_pod_and_a_failing_certificate_as_findings(
