@@ -95,7 +95,7 @@ class RetryLoops:
         changed = False
         for fid in dirty:
             group = self._attempts.get(fid)
-            found, absent = _settle(view, sorted_attempts(group), config) if group else (None, False)
+            found, absent = _settle(view, _sorted_attempts(group), config) if group else (None, False)
             (self._absent.add if absent else self._absent.discard)(fid)
             if found != self._settled.get(fid):
                 changed = True
@@ -114,7 +114,7 @@ class RetryLoops:
         return self._loops
 
 
-def sorted_attempts(group: Mapping[Key, Finding]) -> list[Finding]:
+def _sorted_attempts(group: Mapping[Key, Finding]) -> list[Finding]:
     """An (object, reason)'s attempts in the order of their Events' keys (what loop_of reads)."""
     return [group[key] for key in sorted(group)]
 
