@@ -3,8 +3,8 @@ with what it became: converged, failed, stale, timed out, or that it could not l
 
 The watching is `stalewatch run`'s own: one ClusterWatcher (a list + watch per kind, no
 polling) feeds the live model, and a graph.Store of the same projections answers what the
-verdict reads (inventories, releases, Pods). After every change (debounced) and every tick
-(thresholds, --grace, the deadline) the pure watcher.model.views.convergence.judge decides; the
+verdict reads (inventories, releases, Pods). After every evaluation (paced by its cost) and every
+tick (thresholds, --grace, the deadline) the pure watcher.model.views.convergence.judge decides; the
 first outcome that is not WAITING ends the wait. Progress goes to stderr when the picture
 changes; the verdict to stdout (text, or one JSON document with -o json, see docs/wait.md).
 """

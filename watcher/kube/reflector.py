@@ -70,8 +70,8 @@ class WatchOptions:
     arrive meanwhile are read, decrypted and handled in one wake-up instead of one each: under
     churn a wake-up per event, each on cold caches, was most of stalewatch's CPU (BENCHMARKS.md,
     "Reading watch streams in batches"). The first event after a quiet spell is read at once; one
-    close behind it waits at most this long (the evaluation's debounce, so within its pass or
-    the next). 0 reads every event as it arrives."""
+    close behind it waits at most this long, then joins the next pass. 0 reads every event as it
+    arrives."""
     busy_read: int = 64 * 1024
     """A read at least this large is no hold's business: the stream is busy (a relist's replay, a
     burst), each wake-up already carries many events, and holding would only slow it down."""
