@@ -56,7 +56,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -77,13 +77,15 @@ from watcher.model.rules.rows import judge, unjudged
 from watcher.model.rules.shards import beat_name
 from watcher.model.rules.workloads import timed_by
 from watcher.model.store.beats import HeartbeatTracker
+from watcher.model.store.components import Filers
 from watcher.model.store.deadlines import Deadlines
-from watcher.model.store.graph import Edge, Listing, Recorder, Snapshot, Store
+from watcher.model.store.graph import Edge, Listing, Snapshot, Store
 from watcher.model.store.listed import KindKey, Listed, lists
 from watcher.model.store.satellites import Filed, Satellites
 from watcher.model.store.table import SortedTable
 from watcher.model.store.tracking import ControllerTracker
 from watcher.model.store.unserved import UnservedShards
+from watcher.model.store.working import Escaped, Scope, key_of_subject
 from watcher.model.types import (
     ControllerHealth,
     Finding,
@@ -141,10 +143,11 @@ class HealthModel:
         self._last: Evaluation | None = None
         self._recheck = True
         """Correlate again regardless of what changed (controllers, removals, time, blindness)."""
-        self._candidates_changed = False
+        self._filers = Filers()
+        self._changed_subjects: set[Key] = set()
+        """Subjects whose candidates changed (or whose RetryLoops, or fell due) since the last pass."""
         self._touched: set[Key] = set()
         self._touched_edges: set[Edge] = set()
-        self._reads: Recorder | None = None
         self._correlator = Correlator()
         self._pods = functools.partial(self._store.in_namespace, *_POD)
         self._set_aside = SetAside()
@@ -209,11 +212,8 @@ class HealthModel:
         """Whether what the last evaluation found may have read this object (an object packed
         has no edges): the correlation pass, an answer it kept, a rule across objects, or an
         object built from it."""
-        reads = self._reads
         return (
-            reads is None
-            or key in reads.keys
-            or self._correlator.reads(key)
+            self._correlator.reads(key)
             or self._loops.reads(key)
             or bool(self._store.referrers("source", key))
             or self._rules.reads(key)
@@ -373,9 +373,12 @@ class HealthModel:
         stale, beats_due = self._beats.pop_due(now)
         for controller in stale:
             self._beat_changed(controller, whole=True)
-        if self._rules.pop_due(now) or objects or controllers:
-            self._changed = self._recheck = True
+        if objects:  # judged again, and correlated again (a DependencyBlocked past its threshold)
+            self._changed = True
             self._dirty.update(objects)
+            self._changed_subjects.update(objects)
+        if self._rules.pop_due(now) or controllers:
+            self._changed = self._recheck = True
         elif beats_due:
             self._changed = True
 
@@ -404,25 +407,21 @@ class HealthModel:
             self._recheck = True
         controllers = self._controllers.visible()
         touched, edges = self._touched, self._touched_edges
-        if self._loops.settle(self._store, touched, self._config):
-            self._candidates_changed = True
+        changed = self._changed_subjects
+        changed |= self._loops.settle(self._store, touched, self._config)
         if self._rules.refresh(touched, edges, controllers=controllers, everything=self._recheck, now=now):
             self._recheck = True
-        owners_changed = self._correlator.forget(touched, edges)
-        if self._last is None or owners_changed or self._must_correlate():
-            reads = Recorder(self._store)
-            candidates = [f for key in sorted(self._with_findings) for f in self._local[key].findings]
-            self._correlation = self._correlate(
-                self._correlator, candidates, self._satellites, self._loops, view=reads, now=now
-            )
-            self._reads = reads
+        changed |= self._correlator.forget(touched, edges)
+        scope = self._correlator.reached(changed, (*touched, *edges)) if not self._recheck else None
+        if self._last is None or scope is None or scope:
+            self._correlation = self._correlate_scope(scope, now=now)
             findings = self._satellites.merged(self._correlation)
         elif self._satellites.moved:
             findings = self._satellites.merged(self._correlation)
         else:
             findings = self._last.findings
-        self._recheck = self._candidates_changed = False
-        self._touched, self._touched_edges = set(), set()
+        self._recheck = False
+        self._changed_subjects, self._touched, self._touched_edges = set(), set(), set()
         self.generation += 1
         self._last = Evaluation(
             now=now,
@@ -439,15 +438,51 @@ class HealthModel:
         self._changed = False
         return self._last
 
+    def _correlate_scope(self, scope: set[Key] | None, *, now: datetime) -> Correlation:
+        """Correlate the subjects in `scope` (None: all), taking in the component of each subject
+        outside it that a step asks about (store/components.py)."""
+        while True:
+            if scope is None:
+                keys: Iterable[Key] = sorted(self._with_findings)
+                loops = self._loops.loops()
+            else:
+                keys = sorted(self._filers.of(scope) & self._with_findings)
+                loops = [(f, gone) for f, gone in self._loops.loops() if key_of_subject(f.subject) in scope]
+            candidates = [f for key in keys for f in self._local[key].findings]
+            try:
+                return self._correlate(
+                    self._correlator,
+                    candidates,
+                    self._satellites,
+                    loops,
+                    view=self._store,
+                    now=now,
+                    scope=Scope(scope, self._foreign) if scope is not None else None,
+                )
+            except Escaped as escaped:
+                assert scope is not None
+                more = self._correlator.reached({escaped.key}, ())
+                scope = None if more is None else scope | more
+
+    def _foreign(self, key: Key) -> bool:
+        """Whether findings are (or may be) about this subject: a candidate, an Event's, or a kept one."""
+        return (
+            key in self._with_findings
+            or self._filers.files(key)
+            or self._loops.reads(key)
+            or self._correlator.holds(key)
+        )
+
     def _correlate(
         self,
         correlator: Correlator,
         candidates: list[Finding],
         satellites: Satellites,
-        loops: RetryLoops,
+        loops: Sequence[tuple[Finding, bool]],
         *,
         view: Listing,
         now: datetime,
+        scope: Scope | None = None,
     ) -> Correlation:
         return correlator.run(
             candidates,
@@ -460,8 +495,9 @@ class HealthModel:
             policies=self._rules.policy_objects,
             stuck=self._beats.findings(),
             unserved=self._shards.findings(),
-            loops=loops.loops(),
+            loops=loops,
             groups=satellites.groups,
+            scope=scope,
         )
 
     def reference(self, now: datetime) -> list[Finding]:
@@ -478,7 +514,7 @@ class HealthModel:
                 candidates += findings
         loops.settle(self._store, (), self._config)
         correlation = self._correlate(
-            Correlator(keep=False), candidates, satellites, loops, view=self._store, now=now
+            Correlator(keep=False), candidates, satellites, loops.loops(), view=self._store, now=now
         )
         return satellites.merged(correlation)
 
@@ -520,13 +556,6 @@ class HealthModel:
         """The visible objects of these kinds now, to read off the event loop (Store.snapshot)."""
         return self._store.snapshot(kinds, namespace=namespace)
 
-    def _must_correlate(self) -> bool:
-        if self._recheck or self._candidates_changed or self._reads is None:
-            return True
-        return not self._touched.isdisjoint(self._reads.keys) or not self._touched_edges.isdisjoint(
-            self._reads.edges
-        )
-
     def _refresh_controllers(self, now: datetime) -> None:
         significant, kinds = self._controllers.refresh(now, reject=self._set_aside.verdict)
         if significant:
@@ -541,7 +570,8 @@ class HealthModel:
         gitops = self._controllers.claims.is_gitops(key.group, key.kind)
         if obj is None:
             if self._satellites.remove(key) or key in self._with_findings:
-                self._candidates_changed = True
+                gone = self._local.get(key)
+                self._changed_subjects |= self._filers.filed(key, gone.findings if gone else [], [])
             self._loops.file(key, [])
             self._local.pop(key, None)
             self._unjudged.pop(key, None)
@@ -603,20 +633,22 @@ class HealthModel:
             if recheck is not None and (deadline is None or recheck < deadline):
                 deadline = recheck
         previous = self._local.get(key)
-        if findings != (previous.findings if previous is not None else []):
-            self._candidate_changed(key, findings)
+        if findings != (old := previous.findings if previous is not None else []):
+            self._candidate_changed(key, old, findings)
         if findings or deadline is not None:
             self._local[key] = _Local(findings, deadline, rules_deadline)
         else:
             self._local.pop(key, None)
         self._objects_due.schedule(key, deadline)
 
-    def _candidate_changed(self, key: Key, findings: list[Finding]) -> None:
+    def _candidate_changed(self, key: Key, old: list[Finding], findings: list[Finding]) -> None:
         """File the key's new candidates as a satellite or for correlation; a satellite that
         stays one, on the same controller and unpromoted, only moves in the output; an Event's
         attempt is filed with the RetryLoops, which tell correlation when a loop changed."""
-        if self._loops.file(key, findings):
-            self._with_findings.discard(key)
+        if self._loops.file(key, findings):  # RetryLoops.settle says which loops changed
+            if key in self._with_findings:
+                self._with_findings.discard(key)
+                self._changed_subjects |= self._filers.filed(key, old, [])
             return
         filed = self._satellites.file(key, findings, promoted=self._correlation.promoted)
         if filed is Filed.CANDIDATES:
@@ -626,4 +658,4 @@ class HealthModel:
             if filed is Filed.MOVED:
                 self._changed = True
                 return
-        self._candidates_changed = True
+        self._changed_subjects |= self._filers.filed(key, old, findings)

@@ -335,7 +335,7 @@ class PruneOrphans:
 def acted_on(run: Pass) -> None:
     """Each PruneOrphan names what still happens to its object: the findings on it that precedence
     made its symptoms (its controller's Warning Events, its Ready=False)."""
-    for finding in [f for f in run.found.values() if f.type is FindingType.PRUNE_ORPHAN]:
+    for finding in run.each(FindingType.PRUNE_ORPHAN):
         ids = run.by_subject[run.keys[finding.id]]
         later = ids[ids.index(finding.id) + 1 :]
         if not later:

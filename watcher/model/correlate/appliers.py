@@ -19,7 +19,7 @@ from watcher.model.types import FindingType
 
 
 def link_appliers(run: Pass) -> None:
-    for finding in [f for f in run.found.values() if f.type is FindingType.OBJECT_FAILING]:
+    for finding in run.each(FindingType.OBJECT_FAILING):
         obj = run.store.get(run.keys[finding.id])
         owner = _failing_owner(run, obj) if obj is not None else None
         if owner is not None:  # a CronJob's failed Job: the CronJob is the root, and its stack's

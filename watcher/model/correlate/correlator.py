@@ -54,10 +54,11 @@ from watcher.model.ingest.objects import Key, after, describe, finding_id
 from watcher.model.ingest.revisions import same_revision
 from watcher.model.rules.context import new_finding
 from watcher.model.rules.controllers import ControllerState
+from watcher.model.store.components import Components
 from watcher.model.store.graph import Edge, Listing
 from watcher.model.store.owners import OwnerCache
 from watcher.model.store.satellites import Group
-from watcher.model.store.working import Correlation, Pass, key_of_subject
+from watcher.model.store.working import Correlation, Pass, Scope, key_of_subject
 from watcher.model.types import Finding, FindingType, ModelConfig, rfc3339
 
 __all__ = ["Correlation", "Correlator"]
@@ -73,20 +74,33 @@ class Correlator:
         self._owners = OwnerCache()
         self._releases = ReleaseMemo()
         self._radii = BlastRadii(keep=keep)
+        self._keep = keep
+        self._components = Components()
+        self._whole = True
+        """Whether the next pass must correlate every subject (see `reached`)."""
 
-    def forget(self, keys: Collection[Key], edges: Collection[Edge]) -> bool:
-        """These objects and reverse edges changed: True if an answer the last pass used read one."""
+    def forget(self, keys: Collection[Key], edges: Collection[Edge]) -> set[Key]:
+        """These objects and reverse edges changed: the subjects whose kept answers read one."""
         return self._owners.forget(keys, edges)
 
     def reads(self, key: Key) -> bool:
-        """Whether an answer kept from the last pass read this object."""
-        return self._owners.reads(key)
+        """Whether the last passes, or an answer kept from them, read this object."""
+        return self._whole or self._owners.reads(key) or self._components.reads(key)
+
+    def holds(self, key: Key) -> bool:
+        """Whether a finding kept from the last passes is (or was) about this subject."""
+        return self._components.holds(key)
+
+    def reached(self, changed: Collection[Key], touched: Iterable[Key | Edge]) -> set[Key] | None:
+        """The subjects the next pass must correlate (store/components.py): None for all of them."""
+        return None if self._whole else self._components.reached(changed, touched)
 
     def clear(self) -> None:
         """Forget everything (blindness changed what every object looks like)."""
         self._owners.clear()
         self._releases.clear()
         self._radii.clear()
+        self._whole = True
 
     def run(
         self,
@@ -103,6 +117,7 @@ class Correlator:
         unserved: Sequence[Finding] = (),
         loops: Sequence[tuple[Finding, bool]] = (),
         groups: Mapping[str, Group] | None = None,
+        scope: Scope | None = None,
     ) -> Correlation:
         """Root-attributed, deterministically ordered findings (roots first, critical first).
 
@@ -113,9 +128,25 @@ class Correlator:
         the ShardNotServed findings, which their objects' StatusStale point at. `loops`: the
         RetryLoops the Events' attempts settled as (correlate/loops.py), each with whether its
         object is gone; `candidates` hold no attempt. `groups`: the satellites by the root they
-        point at (Satellites.groups).
+        point at (Satellites.groups). `scope`: correlate only these subjects, keeping the other
+        findings of the last passes (store/components.py); raises working.Escaped when a subject
+        outside it must be taken in. Ignored while a controller is down or stuck or a shard
+        unserved: their findings explain subjects in every component.
         """
-        run = Pass(view, config, now, satellites or {}, self._owners, groups if groups is not None else {})
+        hubs = stuck or unserved or satellites or any(not c.health.up for c in controllers)
+        if hubs or self._whole:
+            scope = None
+        if scope is not None:  # the cluster rules' findings (removals, CRD risks) are roots of their own
+            removals = [r for r in removals if key_of_subject(r.subject) in scope.keys]
+        run = Pass(
+            view,
+            config,
+            now,
+            satellites or {},
+            self._owners,
+            groups if groups is not None else {},
+            scope=scope,
+        )
         own_pods = _controllers(run, controllers)
         former = _controller_workloads(own_pods)
         for removal in removals:
@@ -130,8 +161,9 @@ class Correlator:
         for loop, gone in loops:
             _admit(run, key_of_subject(loop.subject), loop, stale, own_pods, former, gone=gone)
         link_releases(run, own_pods, self._releases)
-        self._owners.end_pass()
-        self._releases.end_pass()
+        within = scope.keys if scope is not None else None
+        self._owners.end_pass(within)
+        self._releases.end_pass(within)
         link_appliers(run)
         _sources(run)
         _dependencies(run)
@@ -143,7 +175,11 @@ class Correlator:
         if policies is not None:
             link_policies(run, policies)
         result = finish(run, self._radii)
-        self._radii.end_pass(run.groups.keys())
+        self._radii.end_pass(run.groups.keys(), within)
+        self._whole = bool(hubs) or not self._keep
+        if not self._whole:  # otherwise the next pass is a whole one: nothing to keep
+            self._components.replace(run, within)
+            result.findings = self._components.findings()
         return result
 
 
@@ -236,7 +272,7 @@ def _sources(run: Pass) -> None:
     """An object whose primary finding is ReconcileFailed and whose source (spec.sourceRef,
     chartRef, its HelmChart) has a finding is a symptom of that source: ten Kustomizations
     failing on one GitRepository that cannot clone are one root, not eleven."""
-    for finding in [f for f in run.found.values() if f.type is FindingType.RECONCILE_FAILED]:
+    for finding in run.each(FindingType.RECONCILE_FAILED):
         key = run.keys[finding.id]
         obj = run.store.get(key)
         source = source_key(obj) if obj is not None and run.primary(key) == finding.id else None
@@ -281,7 +317,9 @@ def _dependencies(run: Pass) -> None:
     blocked = FindingType.DEPENDENCY_BLOCKED  # any other primary settles as itself, when asked
     chains = _Chains(run)
     for key in sorted(k for k, ids in run.by_subject.items() if ids and run.found[ids[0]].type is blocked):
+        run.view.reading(key)
         chains.settle(key)
+    run.view.reading(None)
 
 
 class _Chains:
@@ -323,6 +361,7 @@ class _Chains:
     def _enter(self, key: Key, frames: list[_Blocked]) -> str | None:
         """What `key` settles as, unless it is a DependencyBlocked to follow: then a frame for it."""
         if key in self.settled:
+            self.run.view.note(key)  # what it settled as was read for this one too
             return self.settled[key]
         if key in self.visiting:  # a cycle: reported by its threshold, naming it
             on = frames[[frame.key for frame in frames].index(key) :]
@@ -400,7 +439,7 @@ SIBLINGS_SHOWN = 3
 
 def _skew_siblings(run: Pass) -> None:
     """Name objects on the same source that already run the revision a lagging one does not."""
-    for finding in [f for f in run.found.values() if f.type is FindingType.REVISION_SKEW]:
+    for finding in run.each(FindingType.REVISION_SKEW):
         obj = run.store.get(run.keys[finding.id])
         source = source_key(obj) if obj is not None else None
         target = finding.evidence.get("source_revision") or finding.evidence.get("attempted_revision", "")

@@ -85,20 +85,21 @@ class RetryLoops:
         """Settle every loop again (blindness changed what every object looks like)."""
         self._dirty.update(self._attempts)
 
-    def settle(self, view: Listing, touched: Collection[Key], config: ModelConfig) -> bool:
-        """Settle the loops whose attempts or object changed: whether a settled loop changed."""
+    def settle(self, view: Listing, touched: Collection[Key], config: ModelConfig) -> set[Key]:
+        """Settle the loops whose attempts or object changed: the subjects whose loops changed."""
         dirty, self._dirty = self._dirty, set()
         by_subject = self._by_subject
         for key in touched if len(touched) < len(by_subject) else by_subject.keys() & touched:
             dirty.update(by_subject.get(key, ()))
         dirty.update(self._absent)  # whether its kind is held may have changed
-        changed = False
+        changed: set[Key] = set()
         for fid in dirty:
             group = self._attempts.get(fid)
             found, absent = _settle(view, _sorted_attempts(group), config) if group else (None, False)
             (self._absent.add if absent else self._absent.discard)(fid)
-            if found != self._settled.get(fid):
-                changed = True
+            settled = self._settled.get(fid)
+            if found != settled:
+                changed.add(key_of_subject((found or settled)[0].subject))  # type: ignore[index]
                 if found is None:
                     del self._settled[fid]
                 else:

@@ -45,7 +45,7 @@ def link_stacks(run: Pass) -> None:
     that installed it (graph.release_of) or its owning workload's, then the one that installed
     that, up to MAX_STACKS; a trying Kustomization or HelmRelease is itself the first. They are
     affected by it, and what it causes on the way up (CAUSED) is its symptom."""
-    for finding in [f for f in run.found.values() if f.type is FindingType.POLICY_DENIED]:
+    for finding in run.each(FindingType.POLICY_DENIED):
         key: Key | None = run.keys[finding.id]
         stacks: list[Subject] = []
         seen: set[Key] = set()
@@ -85,7 +85,7 @@ def link_policies(run: Pass, policies: PolicyObjects) -> None:
     """Each PolicyDenied names the policy objects it can see (a Gatekeeper constraint, a Kyverno
     ClusterPolicy or Policy) and the stack that installed each (graph.release_of): the team to
     ask for an exception. Read through the pass's view, so a change to one correlates again."""
-    for finding in [f for f in run.found.values() if f.type is FindingType.POLICY_DENIED]:
+    for finding in run.each(FindingType.POLICY_DENIED):
         namespace = run.keys[finding.id].namespace
         named: list[str] = []
         installers: list[str] = []

@@ -10,7 +10,7 @@ it changes), and every pass only adds the other failing objects to a fresh copy.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +26,7 @@ from watcher.model.rules.context import new_finding
 from watcher.model.rules.controllers import ControllerState
 from watcher.model.rules.workload_words import describe_state
 from watcher.model.rules.workloads import WorkloadState, state_of
-from watcher.model.store.working import Pass
+from watcher.model.store.working import Pass, key_of_subject
 from watcher.model.types import Finding, FindingType, rfc3339
 
 
@@ -101,12 +101,15 @@ class ReleaseMemo:
         self._seeds[key] = _Seed(release, installed, candidate, finding)
         return finding
 
-    def end_pass(self) -> None:
-        """Keep only what this pass used: the rest is about objects no longer failing."""
+    def end_pass(self, scope: Collection[Key] | None = None) -> None:
+        """Keep only what this pass used: the rest is about objects no longer failing. A pass
+        over a `scope` of subjects keeps what is about subjects outside it."""
         for stale in self._states.keys() - self._used:
-            del self._states[stale]
+            if scope is None or key_of_subject(self._states[stale][0].subject) in scope:
+                del self._states[stale]
         for gone in self._seeds.keys() - self._used_seeds:
-            del self._seeds[gone]
+            if scope is None or gone in scope:
+                del self._seeds[gone]
         self._used, self._used_seeds = set(), set()
 
     def clear(self) -> None:
@@ -122,6 +125,7 @@ def link_releases(run: Pass, own_pods: Mapping[Key, ControllerState], memo: Rele
     """Per release asked about in this pass: its finding, None if it says nothing wrong."""
     for finding in sorted(failing, key=lambda f: (f.subject["kind"] != "Pod", f.id)):  # Pods say most
         key = run.keys[finding.id]
+        run.view.reading(key)
         owners = run.owners.of(key, run.store)
         if owners is None or key in own_pods:
             continue
@@ -152,6 +156,7 @@ def link_releases(run: Pass, own_pods: Mapping[Key, ControllerState], memo: Rele
                 link = rrwf.id
         if link is not None:
             run.links[finding.id] = link
+    run.view.reading(None)
 
 
 _RELEASE_FAILURES = (FindingType.STALLED, FindingType.RECONCILE_FAILED)

@@ -158,8 +158,13 @@ class BlastRadii:
             whole.insert(at, _subjects([entry])[0])
         return whole
 
-    def end_pass(self, groups: Collection[str]) -> None:
-        """Keep only the roots this pass asked about and the groups still there."""
+    def end_pass(self, groups: Collection[str], scope: Collection[Key] | None = None) -> None:
+        """Keep only the roots this pass asked about and the groups still there; a pass over a
+        `scope` of subjects keeps those of roots outside it."""
+        if scope is not None:
+            self._asked.update(
+                (r, k) for r, k in self._kept.items() if r not in self._asked and k[0][0] not in scope
+            )
         self._kept, self._asked = self._asked, {}
         for link in self._groups.keys() - groups:
             del self._groups[link]

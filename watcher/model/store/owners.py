@@ -53,11 +53,11 @@ class OwnerCache:
                 self._readers[read].add(key)
         return answer.owners
 
-    def forget(self, keys: Collection[Key], edges: Collection[Edge]) -> bool:
-        """Drop the answers that read any of these; True if one was dropped (the last
-        correlation used every answer kept, so it must run again)."""
+    def forget(self, keys: Collection[Key], edges: Collection[Edge]) -> set[Key]:
+        """Drop the answers that read any of these: the objects they were about (correlation
+        used each answer it kept, so those objects' findings must be correlated again)."""
         if not self._answers:
-            return False  # the usual case, also while the initial sync touches every object
+            return set()  # the usual case, also while the initial sync touches every object
         stale: set[Key] = set()
         readers = self._readers
         for touched in (keys, edges):
@@ -65,15 +65,17 @@ class OwnerCache:
                 stale |= readers[read]
         for key in stale:
             self._drop(key)
-        return bool(stale)
+        return stale
 
     def reads(self, key: Key) -> bool:
         """Whether an answer kept read this object."""
         return key in self._readers
 
-    def end_pass(self) -> None:
-        """Keep only the answers this pass asked for: the others are about objects no longer failing."""
-        for key in self._answers.keys() - self._asked:
+    def end_pass(self, scope: Collection[Key] | None = None) -> None:
+        """Keep only the answers this pass asked for: the others are about objects no longer
+        failing. A pass over a `scope` of subjects keeps those about subjects outside it."""
+        unasked = self._answers.keys() - self._asked
+        for key in unasked if scope is None else (k for k in unasked if k in scope):
             self._drop(key)
         self._asked = set()
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from bisect import insort
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from watcher.model.ingest.objects import Key, group_of
-from watcher.model.store.graph import Listing
+from watcher.model.store.graph import Edge, Listing
 from watcher.model.store.owners import OwnerCache
 from watcher.model.types import Finding, FindingType, ModelConfig, Severity, Subject
 
@@ -98,6 +98,62 @@ def stale_since(found: Mapping[str, Finding], link: str) -> datetime | None:
     return root.since if root is not None and root.type is FindingType.CONTROLLER_DOWN else None
 
 
+Read = Key | Edge
+"""What a step read: an object (present or not) or a reverse edge."""
+
+
+class Reads:
+    """The pass's view of the objects: it records what each step read, by the subject it was
+    reading for (`reader`; None outside any finding's step), so the next pass can tell which
+    subjects a change reaches (store/components.py)."""
+
+    def __init__(self, store: Listing) -> None:
+        self._store = store
+        self.by_reader: dict[Key | None, set[Read]] = {}
+        self._into = self.by_reader[None] = set()
+        self.reader: Key | None = None
+
+    def reading(self, reader: Key | None) -> None:
+        self.reader = reader
+        into = self.by_reader.get(reader)
+        if into is None:
+            into = self.by_reader[reader] = set()
+        self._into = into
+
+    def note(self, read: Read) -> None:
+        self._into.add(read)
+
+    def get(self, key: Key) -> Mapping[str, Any] | None:
+        self._into.add(key)
+        return self._store.get(key)
+
+    def referrers(self, edge: str, target: Key) -> Set[Key]:
+        self._into.add((edge, target))
+        return self._store.referrers(edge, target)
+
+    def holds(self, group: str, kind: str) -> bool:
+        """Not recorded (as graph.Recorder.holds)."""
+        return self._store.holds(group, kind)
+
+
+class Escaped(Exception):
+    """A pass scoped to some subjects asked about one outside its scope that holds findings:
+    correlated without them, the answer would be wrong; the scope must take them in."""
+
+    def __init__(self, key: Key) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """The subjects a pass correlates, the others' findings kept from earlier passes; `foreign`
+    says whether a subject outside it holds findings (a candidate, or a kept output)."""
+
+    keys: Collection[Key]
+    foreign: Callable[[Key], bool]
+
+
 class Pass:
     """The working state of one correlation pass."""
 
@@ -109,8 +165,13 @@ class Pass:
         satellites: Mapping[Key, Finding],
         owners: OwnerCache,
         groups: Mapping[str, Group],
+        *,
+        scope: Scope | None = None,
     ) -> None:
-        self.store, self.config, self.now = store, config, now
+        self.view = Reads(store)
+        self.store: Listing = self.view
+        self.config, self.now = config, now
+        self.scope = scope
         self.satellites, self.owners = satellites, owners
         self.groups = groups
         """The satellites by the root they point at (store/satellites.py)."""
@@ -133,6 +194,7 @@ class Pass:
         copy = Finding(fid, f.type, f.severity, f.subject, f.message, since, f.evidence)
         if key is None:
             key = key_of_subject(copy.subject)
+        self._within(key)
         if self.satellites:
             self.promote(key)
         self.found[fid] = copy
@@ -158,7 +220,21 @@ class Pass:
             self.promoted.add(key)
             self.add(satellite, link=satellite.evidence["controller_workload"], key=key)
 
+    def each(self, kind: FindingType) -> Iterator[Finding]:
+        """The findings of one type, each step over one read for by its subject (see Reads)."""
+        for finding in [f for f in self.found.values() if f.type is kind]:
+            self.view.reading(self.keys[finding.id])
+            yield finding
+        self.view.reading(None)
+
+    def _within(self, key: Key) -> None:
+        scope = self.scope
+        if scope is not None and key not in scope.keys and scope.foreign(key):
+            raise Escaped(key)
+
     def primary(self, key: Key) -> str | None:
+        self.view.note(key)
+        self._within(key)
         if self.satellites:
             self.promote(key)
         ids = self.by_subject.get(key)
