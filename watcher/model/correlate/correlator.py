@@ -76,8 +76,9 @@ class Correlator:
         self._radii = BlastRadii(keep=keep)
         self._keep = keep
         self._components = Components()
+        self._ran = False
         self._whole = True
-        """Whether the next pass must correlate every subject (see `reached`)."""
+        """Whether the next pass must correlate every subject: no components were kept (see `run`)."""
 
     def forget(self, keys: Collection[Key], edges: Collection[Edge]) -> set[Key]:
         """These objects and reverse edges changed: the subjects whose kept answers read one."""
@@ -85,7 +86,7 @@ class Correlator:
 
     def reads(self, key: Key) -> bool:
         """Whether the last passes, or an answer kept from them, read this object."""
-        return self._whole or self._owners.reads(key) or self._components.reads(key)
+        return not self._ran or self._owners.reads(key) or self._components.reads(key)
 
     def holds(self, key: Key) -> bool:
         """Whether a finding kept from the last passes is (or was) about this subject."""
@@ -93,14 +94,28 @@ class Correlator:
 
     def reached(self, changed: Collection[Key], touched: Iterable[Key | Edge]) -> set[Key] | None:
         """The subjects the next pass must correlate (store/components.py): None for all of them."""
-        return None if self._whole else self._components.reached(changed, touched)
+        return self._components.reached(changed, touched) if self._ran else None
+
+    def scoped(
+        self,
+        *,
+        controllers: Sequence[ControllerState],
+        stuck: Sequence[Finding],
+        unserved: Sequence[Finding],
+        satellites: Mapping[Key, Finding],
+    ) -> bool:
+        """Whether the next pass may be given a scope: components were kept, and no controller is
+        down or stuck nor a shard unserved (their findings explain subjects in every component)."""
+        return not self._whole and not _hubs(
+            controllers, stuck=stuck, unserved=unserved, satellites=satellites
+        )
 
     def clear(self) -> None:
         """Forget everything (blindness changed what every object looks like)."""
         self._owners.clear()
         self._releases.clear()
         self._radii.clear()
-        self._whole = True
+        self._ran, self._whole = False, True
 
     def run(
         self,
@@ -130,12 +145,10 @@ class Correlator:
         object is gone; `candidates` hold no attempt. `groups`: the satellites by the root they
         point at (Satellites.groups). `scope`: correlate only these subjects, keeping the other
         findings of the last passes (store/components.py); raises working.Escaped when a subject
-        outside it must be taken in. Ignored while a controller is down or stuck or a shard
-        unserved: their findings explain subjects in every component.
+        outside it must be taken in (`scoped` says when a scope may be given).
         """
-        hubs = stuck or unserved or satellites or any(not c.health.up for c in controllers)
-        if hubs or self._whole:
-            scope = None
+        hubs = _hubs(controllers, stuck=stuck, unserved=unserved, satellites=satellites)
+        assert scope is None or not (hubs or self._whole), "a scope is given only when `scoped`"
         if scope is not None:  # the cluster rules' findings (removals, CRD risks) are roots of their own
             removals = [r for r in removals if key_of_subject(r.subject) in scope.keys]
         run = Pass(
@@ -176,11 +189,23 @@ class Correlator:
             link_policies(run, policies)
         result = finish(run, self._radii)
         self._radii.end_pass(run.groups.keys(), within)
-        self._whole = bool(hubs) or not self._keep
-        if not self._whole:  # otherwise the next pass is a whole one: nothing to keep
+        self._ran, self._whole = True, bool(hubs)
+        if hubs:  # the next pass is a whole one too: it runs when anything this one read changes
+            self._components.unattributed(run)
+        elif self._keep:
             self._components.replace(run, within)
             result.findings = self._components.findings()
         return result
+
+
+def _hubs(
+    controllers: Sequence[ControllerState],
+    *,
+    stuck: Sequence[Finding],
+    unserved: Sequence[Finding],
+    satellites: Mapping[Key, Finding] | None,
+) -> bool:
+    return bool(stuck or unserved or satellites) or any(not c.health.up for c in controllers)
 
 
 def _controllers(run: Pass, controllers: Sequence[ControllerState]) -> dict[Key, ControllerState]:

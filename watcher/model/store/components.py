@@ -73,6 +73,12 @@ class Components:
             scope.update(self._members[component])
         return scope
 
+    def unattributed(self, run: Pass) -> None:
+        """Keep no component of a pass over every subject whose next pass is a whole one too:
+        only what it read, all of it reaching everything."""
+        self._reset()
+        self._unattributed = set().union(*run.view.by_reader.values())
+
     def findings(self) -> list[Finding]:
         return self._outputs.values()
 
