@@ -29,9 +29,12 @@ Incremental design (an event must not cost O(cluster)):
     (correlate/loops.py) only when one of them or that object changes; correlation sees the
     settled loops alone, and runs again only when one of them changed;
   * correlation (correlate/correlator.py's Correlator) then runs over findings only, and only
-    when a candidate, a verdict, a loop or something the last pass read changed; which workload
-    and release each failing object belongs to, each release's finding and each root's blast
-    radius are kept from pass to pass until what they were made of changes;
+    when a candidate, a verdict, a loop or something the last pass read changed; while every
+    controller is up it runs over the *components* that change reaches (store/components.py:
+    the subjects a pass related, a failing Pod with its workload and release, a blocked object
+    with what it waits on, and what each read) and keeps every other finding as it came out;
+    which workload and release each failing object belongs to, each release's finding and each
+    root's blast radius are kept from pass to pass until what they were made of changes;
   * during an incident most candidates are StatusStale alone on their subject (satellites,
     see store/satellites.py): they stay out of the pass, and a change to one only replaces its
     output in place, unless the last correlation pass asked about its subject (promoted it); a
@@ -40,12 +43,16 @@ Incremental design (an event must not cost O(cluster)):
 
 How a pass's cost grows (BENCHMARKS.md, "Correlation in proportion to what changed"): an event
 costs its object's judgement (and its dependents', by the source index) plus, when a candidate
-changed, a correlation pass in proportion to the findings that are not satellites (during an
-incident with every controller down: the ControllerDowns and what they explain beyond stale
+changed, a correlation pass. With every controller up, that pass is in proportion to the
+components the change reaches (a Pod flip: its workload's and release's findings), whatever
+the number of findings elsewhere; it grows with the findings only through placing the outputs
+(a bisection each). While a controller is down or stuck, or a shard unserved, a root explains
+subjects in every component, and the pass is in proportion to the findings that are not
+satellites (with every controller down: the ControllerDowns and what they explain beyond stale
 statuses; with source-controller alone down: every failing workload and release still judged
 from its status); satellites, settled Events and kept blast radii cost nothing per pass. A down
-controller's verdict moving in time costs its satellites' outputs, not their judgement. What is
-still whole per pass is the non-satellite findings: `reference()` is that pass from scratch.
+controller's verdict moving in time costs its satellites' outputs, not their judgement.
+`reference()` is the pass over every subject from scratch that both must equal.
 
 Each object is judged inside one guard (intake, rules, controller verdict): one that makes a rule
 raise is set aside and reported (ingest/quarantine.py), never the whole evaluation.
@@ -412,7 +419,8 @@ class HealthModel:
         if self._rules.refresh(touched, edges, controllers=controllers, everything=self._recheck, now=now):
             self._recheck = True
         changed |= self._correlator.forget(touched, edges)
-        scope = self._correlator.reached(changed, (*touched, *edges)) if not self._recheck else None
+        reached = self._correlator.reached
+        scope = None if self._recheck else reached(changed, (*touched, *edges), view=self._store)
         if self._last is None or scope is None or scope:
             self._correlation = self._correlate_scope(scope, now=now)
             findings = self._satellites.merged(self._correlation)
@@ -468,7 +476,7 @@ class HealthModel:
                 )
             except Escaped as escaped:
                 assert scope is not None
-                more = self._correlator.reached({escaped.key}, ())
+                more = self._correlator.reached({escaped.key}, (), view=self._store)
                 scope = None if more is None else scope | more
 
     def _foreign(self, key: Key) -> bool:

@@ -25,6 +25,12 @@ failing Pod, a release's finding), each until one of the objects it was read fro
 each root's blast radius until what it was made of changes (roots.py). `Correlator(keep=False)`
 keeps nothing: HealthModel.reference(), the pass the kept answers must equal.
 
+While every controller is up, a pass may be given a scope: the subjects of the components a
+change reaches (store/components.py). Every step then sees only their candidates, each finding's
+step records what it read (working.Reads) and asks about other subjects through `Pass.primary`,
+which stops the pass (working.Escaped) when one outside the scope holds findings; the engine
+takes that subject's component in and runs it again. The findings outside the scope are kept.
+
 During an incident most findings are StatusStale candidates alone on their subject, each
 only pointing at its ControllerDown. The engine passes those as `satellites`: the pass
 admits one only when something asks about its subject (it is then *promoted*, exactly as
@@ -92,9 +98,21 @@ class Correlator:
         """Whether a finding kept from the last passes is (or was) about this subject."""
         return self._components.holds(key)
 
-    def reached(self, changed: Collection[Key], touched: Iterable[Key | Edge]) -> set[Key] | None:
-        """The subjects the next pass must correlate (store/components.py): None for all of them."""
-        return self._components.reached(changed, touched) if self._ran else None
+    def reached(
+        self, changed: Collection[Key], touched: Iterable[Key | Edge], *, view: Listing
+    ) -> set[Key] | None:
+        """The subjects the next pass must correlate (store/components.py): None for all of them.
+
+        A subject new to the components comes with its workload and release: a failing Pod's
+        step asks about theirs, and taking them in now spares a pass stopped and run again."""
+        if not self._ran:
+            return None
+        related = []
+        for key in changed:
+            owners = self._owners.of(key, view) if not self._components.holds(key) else None
+            if owners is not None:
+                related += [k for k in (owners.workload, owners.release) if k is not None]
+        return self._components.reached([*changed, *related], touched)
 
     def scoped(
         self,

@@ -26,7 +26,7 @@ from watcher.model.rules.context import new_finding
 from watcher.model.rules.controllers import ControllerState
 from watcher.model.rules.workload_words import describe_state
 from watcher.model.rules.workloads import WorkloadState, state_of
-from watcher.model.store.working import Pass, key_of_subject
+from watcher.model.store.working import Pass
 from watcher.model.types import Finding, FindingType, rfc3339
 
 
@@ -47,21 +47,23 @@ class ReleaseMemo:
 
     def __init__(self) -> None:
         self._seeds: dict[Key, _Seed] = {}
-        self._states: dict[str, tuple[Finding, WorkloadState]] = {}
-        self._used: set[str] = set()
+        self._states: dict[Key, tuple[Finding, WorkloadState]] = {}
+        """By the failing object's key (its one WorkloadUnhealthy)."""
+        self._used: set[Key] = set()
         self._used_seeds: set[Key] = set()
 
     def state(self, run: Pass, finding_id_: str) -> WorkloadState:
         """The failing state of the object behind a finding (it exists: owners said so)."""
         candidate = run.origin[finding_id_]
-        self._used.add(finding_id_)
-        kept = self._states.get(finding_id_)
+        key = run.keys[finding_id_]
+        self._used.add(key)
+        kept = self._states.get(key)
         if kept is not None and kept[0] is candidate:
             return kept[1]
-        obj = run.store.get(run.keys[finding_id_])
+        obj = run.store.get(key)
         assert obj is not None
         state = state_of(obj)
-        self._states[finding_id_] = (candidate, state)
+        self._states[key] = (candidate, state)
         return state
 
     def seed(
@@ -104,12 +106,10 @@ class ReleaseMemo:
     def end_pass(self, scope: Collection[Key] | None = None) -> None:
         """Keep only what this pass used: the rest is about objects no longer failing. A pass
         over a `scope` of subjects keeps what is about subjects outside it."""
-        for stale in self._states.keys() - self._used:
-            if scope is None or key_of_subject(self._states[stale][0].subject) in scope:
-                del self._states[stale]
-        for gone in self._seeds.keys() - self._used_seeds:
-            if scope is None or gone in scope:
-                del self._seeds[gone]
+        for kept, used in ((self._states, self._used), (self._seeds, self._used_seeds)):
+            for key in kept.keys() - used if scope is None else [k for k in scope if k in kept]:
+                if key not in used:
+                    del kept[key]
         self._used, self._used_seeds = set(), set()
 
     def clear(self) -> None:

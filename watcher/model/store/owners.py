@@ -74,9 +74,10 @@ class OwnerCache:
     def end_pass(self, scope: Collection[Key] | None = None) -> None:
         """Keep only the answers this pass asked for: the others are about objects no longer
         failing. A pass over a `scope` of subjects keeps those about subjects outside it."""
-        unasked = self._answers.keys() - self._asked
-        for key in unasked if scope is None else (k for k in unasked if k in scope):
-            self._drop(key)
+        answers, asked = self._answers, self._asked
+        for key in answers.keys() - asked if scope is None else [k for k in scope if k in answers]:
+            if key not in asked:
+                self._drop(key)
         self._asked = set()
 
     def clear(self) -> None:
