@@ -6,23 +6,35 @@ back), thousands of steps, and after EVERY step the live model's findings are co
 `HealthModel.reference()`: one pass over the same candidates with nothing kept (no RetryLoop,
 blast radius, owner or release answer kept, no pass skipped, no satellite merged in place).
 Every so often the whole Evaluation is also compared with evaluate() from scratch, which judges
-every object again (test_incremental_identity.py does that on more sequences).
+every object again (test_incremental_identity.py does that on more sequences). The sequences are
+played by tests/model/churn.py, with this test's own moves (Leases written already expired,
+crash-looping controller Pods) added to its mix.
 """
 
 from __future__ import annotations
 
-import copy
 import random
 from datetime import datetime
 from typing import Any
 
 import pytest
 
-from tests.model.builders import MIN, NOW, SEC, lease, pod
+from tests.model.builders import MIN, NOW, lease, pod
+from tests.model.churn import (
+    CONTROLLERS,
+    Churn,
+    Move,
+    delete_an_object,
+    fresh_lease,
+    move_the_clock,
+    play,
+    relist_pods,
+    renew_a_lease,
+    upsert_a_variant,
+    variants,
+)
 from tests.model.test_engine import snapshot
-from tests.model.test_incremental_identity import CONTROLLERS, as_decoded, fresh_lease, variants
-from watcher.model.engine import HealthModel, evaluate
-from watcher.model.ingest.objects import Key, key_of
+from watcher.model.engine import HealthModel
 from watcher.model.ingest.projection import project
 from watcher.model.types import ModelConfig
 
@@ -58,58 +70,42 @@ def crash_looping(name: str, rng: random.Random) -> dict[str, Any]:
     )
 
 
+def write_an_expired_lease(churn: Churn) -> None:
+    churn.upsert(late_lease(churn.rng.choice(CONTROLLERS), churn.now, ago=churn.rng.choice((2, 4, 9))))
+
+
+def crash_loop_a_controller(churn: Churn) -> None:
+    churn.upsert(crash_looping(churn.rng.choice(CONTROLLERS), churn.rng))
+
+
+MIX: dict[Move, float] = {
+    upsert_a_variant: 0.45,
+    delete_an_object: 0.07,
+    renew_a_lease: 0.10,
+    write_an_expired_lease: 0.10,
+    crash_loop_a_controller: 0.06,
+    relist_pods: 0.04,
+    move_the_clock: 0.18,
+}
+
+
 def rendered(findings: list[Any]) -> list[dict[str, Any]]:
     return [f.to_dict() for f in findings]
 
 
-def play(seed: int, steps: int) -> int:
-    """Plays `steps` random events; returns how many steps were checked against the reference."""
-    rng = random.Random(seed)
-    pool = variants()
-    keys = sorted(pool)
-    model = HealthModel(ModelConfig())
-    live: dict[Key, dict[str, Any]] = {}
-    now = NOW - 60 * MIN
-
-    def upsert(obj: dict[str, Any]) -> None:
-        live[key_of(obj)] = obj
-        model.upsert(as_decoded(obj) if rng.random() < 0.5 else copy.deepcopy(obj), now=now)
-
-    for obj in (pool[key][0] for key in keys):
-        upsert(obj)
-    checked = 0
-    for step in range(steps):
-        roll = rng.random()
-        if roll < 0.45:
-            upsert(rng.choice(pool[rng.choice(keys)]))
-        elif roll < 0.52:
-            key = rng.choice(keys)
-            if key in live and key.kind not in ("CustomResourceDefinition", "Kustomization"):
-                model.delete(live.pop(key), now=now)
-        elif roll < 0.62:
-            upsert(fresh_lease(rng.choice(CONTROLLERS), now))
-        elif roll < 0.72:
-            upsert(late_lease(rng.choice(CONTROLLERS), now, ago=rng.choice((2, 4, 9))))
-        elif roll < 0.78:
-            upsert(crash_looping(rng.choice(CONTROLLERS), rng))
-        elif roll < 0.82:
-            pods = [o for k, o in live.items() if k.kind == "Pod" and rng.random() < 0.8]
-            model.replace("v1", "Pod", pods, now=now)
-            live = {k: o for k, o in live.items() if k.kind != "Pod"} | {key_of(p): p for p in pods}
-        else:
-            now += rng.choice((SEC, 20 * SEC, MIN, 6 * MIN, 11 * MIN))
-        evaluation = model.evaluate(now)
-        assert rendered(evaluation.findings) == rendered(model.reference(now)), f"seed {seed}, step {step}"
-        checked += 1
-        if step % SCRATCH_EVERY == 0 or step == steps - 1:
-            scratch = evaluate(copy.deepcopy(list(live.values())), now=now, config=ModelConfig())
-            assert snapshot(evaluation) == snapshot(scratch), f"seed {seed}, step {step} (from scratch)"
-    return checked
-
-
 @pytest.mark.parametrize("seed", range(SEEDS))
 def test_kept_correlation_answers_equal_a_pass_from_scratch_after_every_step(seed: int) -> None:
-    assert play(seed, STEPS) == STEPS
+    checked = []
+
+    def equals_the_reference(churn: Churn) -> None:
+        evaluation = churn.model.evaluate(churn.now)
+        assert rendered(evaluation.findings) == rendered(churn.model.reference(churn.now)), churn.where
+        checked.append(churn.step)
+        if churn.step % SCRATCH_EVERY == 0 or churn.last:
+            assert snapshot(evaluation) == snapshot(churn.from_scratch()), f"{churn.where} (from scratch)"
+
+    play(seed, STEPS, MIX, equals_the_reference)
+    assert checked == list(range(STEPS))
 
 
 def test_an_incident_moved_in_time_and_ended_equals_the_reference_at_each_stage() -> None:

@@ -1,165 +1,54 @@
 """The live HealthModel, fed random event sequences, answers exactly what evaluate() from scratch does.
 
 Every object of the incident scenarios and the examples is a variant of its key; a sequence
-upserts variants (half of the time in the form the reflector's decoder gives them: healthy Pods
-packed) and deletes them, relists Pods, renews or abandons controller Leases (controllers go down
-and come back) and moves the clock (thresholds fall due), evaluating as it goes. Each Evaluation
-is compared whole with evaluate() of the same objects at the same moment.
+(tests/model/churn.py) upserts variants (half of the time in the form the reflector's decoder
+gives them: healthy Pods packed) and deletes them, relists Pods, renews or abandons controller
+Leases (controllers go down and come back) and moves the clock (thresholds fall due), evaluating
+as it goes. Each Evaluation is compared whole with evaluate() of the same objects at the same
+moment.
 """
 
 from __future__ import annotations
 
-import copy
-import random
-from collections import defaultdict
-from collections.abc import Mapping
-from datetime import datetime
-from pathlib import Path
-from typing import Any
-
-import orjson
 import pytest
-import yaml
 
-from tests.model.builders import MIN, NOW, SEC, Obj, controller, crd, flux, lease, warning_about
-from tests.model.test_engine import snapshot, tofu_world
-from tests.model.test_incidents import (
-    child_on_old_revision,
-    forgotten_reconciling,
-    release_with_crash_looping_pod,
-    tofu_incident,
+from tests.model.builders import MIN, NOW, SEC, flux
+from tests.model.churn import (
+    Churn,
+    Move,
+    delete_an_object,
+    move_the_clock,
+    play,
+    relist_pods,
+    renew_a_lease,
+    upsert_a_variant,
+    variants,
 )
-from tests.model.test_workload_findings import workload_world
+from tests.model.test_engine import snapshot
+from tests.model.test_incidents import tofu_incident
 from watcher.model.engine import HealthModel, evaluate
-from watcher.model.ingest.fastpath import fast_path
-from watcher.model.ingest.objects import Key, key_of
 from watcher.model.ingest.projection import project
 from watcher.model.types import ModelConfig
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-CONTROLLERS = ("source-controller", "kustomize-controller", "helm-controller", "tofu-controller")
+MIX: dict[Move, float] = {
+    upsert_a_variant: 0.5,
+    delete_an_object: 0.1,
+    renew_a_lease: 0.15,
+    relist_pods: 0.05,
+    move_the_clock: 0.2,
+}
 
 
-def example_objects() -> list[Obj]:
-    """The examples' objects (kubectl writes some files as one List), each object's newest
-    generation only: a series of one object (examples/conflicting-writers) is history the live
-    model remembers (ConflictingWriters), which a snapshot of the same objects cannot have."""
-    docs = [doc for path in sorted(EXAMPLES.glob("*/*.yaml")) for doc in yaml.safe_load_all(path.read_text())]
-    newest: dict[tuple[str, str, str, str], Obj] = {}
-    for doc in docs:
-        if not isinstance(doc, dict):
-            continue
-        for obj in doc.get("items", []) if doc.get("kind") == "List" else [doc]:
-            meta = obj["metadata"]
-            key = (obj["apiVersion"], obj["kind"], meta.get("namespace", ""), meta["name"])
-            if key not in newest or meta.get("generation", 0) >= newest[key]["metadata"].get("generation", 0):
-                newest[key] = obj
-    return list(newest.values())
-
-
-def unclaimed_variants(objs: list[Obj]) -> list[Obj]:
-    """The CRDs and Deployments of the crd-ownership-risk example as their installers could leave
-    them: without labels (claimed by Helm annotations or inventories alone), a Deployment without
-    its Helm annotations too (deployed by nobody known), and each CRD kept
-    (helm.sh/resource-policy: keep), so a risk comes and goes with a change the CRD, its
-    installers or its controller's workload make (CRDRisks judges again only on what it read)."""
-    found = []
-    for obj in objs:
-        meta = obj["metadata"]
-        if obj["kind"] in ("CustomResourceDefinition", "Deployment") and "image" in meta["name"]:
-            found.append({**obj, "metadata": {k: v for k, v in meta.items() if k != "labels"}})
-        if obj["kind"] == "Deployment" and "image" in meta["name"]:
-            unknown = {k: v for k, v in meta.items() if k not in ("labels", "annotations")}
-            found.append({**obj, "metadata": unknown})
-        if obj["kind"] == "CustomResourceDefinition":
-            notes = {**meta.get("annotations", {}), "helm.sh/resource-policy": "keep"}
-            found.append({**obj, "metadata": {**meta, "annotations": notes}})
-    return found
-
-
-def variants() -> dict[Key, list[dict[str, Any]]]:
-    """Projected objects by key: every state some scenario gives that object.
-
-    No CRD is ever deleted: CRDRemoved is the live model's memory (it lists the objects of
-    the kind when the CRD went), which a snapshot cannot have.
-    """
-    found: dict[Key, list[dict[str, Any]]] = defaultdict(list)
-    pool = [
-        *tofu_incident(),
-        *forgotten_reconciling(),
-        *child_on_old_revision(),
-        *release_with_crash_looping_pod(),
-        *tofu_world(),
-        *workload_world(),
-        *example_objects(),
-        *unclaimed_variants(example_objects()),
-        *[o for name in CONTROLLERS for o in controller(name, lease_renewed=None)],
-        warning_about("apps", count=9, first=60 * MIN, last=MIN),
-        warning_about("flux-system", count=3, first=90 * MIN, last=40 * MIN),
-        crd("terraforms", "infra.contrib.fluxcd.io", "Terraform"),
-    ]
-    for obj in pool:
-        projected = project(obj)
-        if projected not in found[key_of(projected)]:
-            found[key_of(projected)].append(projected)
-    return found
-
-
-def fresh_lease(name: str, now: datetime) -> dict[str, Any]:
-    """The controller's leader Lease, renewed just before `now` (it is up until ~35 s later)."""
-    return project(lease(f"{name}-leader-election", holder=f"{name}-7d9f-x2x4z_0c1f3a", renewed=NOW - now))
-
-
-def as_decoded(obj: dict[str, Any]) -> Mapping[str, Any]:
-    """The object as the reflector's decoder hands it over (a healthy Pod comes packed)."""
-    line = orjson.dumps({"type": "MODIFIED", "object": obj})
-    decoded = fast_path(obj["apiVersion"], obj["kind"]).decode(line).object
-    assert decoded == obj
-    return decoded
-
-
-def play(seed: int, steps: int) -> None:
-    rng = random.Random(seed)
-    pool = variants()
-    keys = sorted(pool)
-    model = HealthModel(ModelConfig())
-    live: dict[Key, dict[str, Any]] = {}
-    now = NOW - 60 * MIN
-
-    def upsert(obj: dict[str, Any]) -> None:
-        """The model owns what it is given (it replaces field sets by their hashes): a copy."""
-        live[key_of(obj)] = obj
-        model.upsert(as_decoded(obj) if rng.random() < 0.5 else copy.deepcopy(obj), now=now)
-
-    for obj in (pool[key][0] for key in keys):
-        upsert(obj)
-    for step in range(steps):
-        roll = rng.random()
-        if roll < 0.5:
-            key = rng.choice(keys)
-            upsert(rng.choice(pool[key]))
-        elif roll < 0.6:
-            key = rng.choice(keys)
-            # the live model remembers deleted CRDs (CRDRemoved) and Kustomizations (PruneOrphan)
-            if key in live and key.kind not in ("CustomResourceDefinition", "Kustomization"):
-                model.delete(live.pop(key), now=now)
-        elif roll < 0.75:
-            upsert(fresh_lease(rng.choice(CONTROLLERS), now))
-        elif roll < 0.8:
-            pods = [o for k, o in live.items() if k.kind == "Pod" and rng.random() < 0.8]
-            model.replace("v1", "Pod", pods, now=now)
-            live = {k: o for k, o in live.items() if k.kind != "Pod"} | {key_of(p): p for p in pods}
-        else:
-            now += rng.choice((SEC, 20 * SEC, MIN, 6 * MIN, 11 * MIN))
-        if rng.random() < 0.4 or step == steps - 1:
-            incremental = model.evaluate(now)
-            scratch = evaluate(copy.deepcopy(list(live.values())), now=now, config=ModelConfig())
-            assert snapshot(incremental) == snapshot(scratch), f"seed {seed}, step {step}"
+def evaluates_like_a_snapshot(churn: Churn) -> None:
+    """Compared after about two steps in five (evaluations in between are skipped, so changes
+    pile up between two passes) and after the last."""
+    if churn.rng.random() < 0.4 or churn.last:
+        assert snapshot(churn.model.evaluate(churn.now)) == snapshot(churn.from_scratch()), churn.where
 
 
 @pytest.mark.parametrize("seed", range(12))
 def test_random_event_sequences_evaluate_like_a_snapshot_of_the_same_objects(seed: int) -> None:
-    play(seed, steps=150)
+    play(seed, 150, MIX, evaluates_like_a_snapshot)
 
 
 def test_an_incident_with_every_controller_down_stays_identical_while_objects_churn() -> None:

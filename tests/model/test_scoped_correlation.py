@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from tests.model.builders import MIN, NOW, SEC
+from tests.model.churn import CONTROLLERS, as_decoded, fresh_lease, variants
 from tests.model.test_engine import snapshot
-from tests.model.test_incremental_identity import CONTROLLERS, as_decoded, fresh_lease, variants
 from watcher.model.engine import HealthModel, evaluate
 from watcher.model.ingest.objects import Key, key_of
 from watcher.model.types import ModelConfig
