@@ -23,7 +23,18 @@ from typing import Any
 import orjson
 import yaml
 
-from tests.model.builders import MIN, NOW, SEC, Obj, controller, crd, lease, warning_about
+from tests.model.builders import (
+    MIN,
+    NOW,
+    SEC,
+    Obj,
+    controller,
+    crd,
+    deployment,
+    kustomization,
+    lease,
+    warning_about,
+)
 from tests.model.test_engine import tofu_world
 from tests.model.test_incidents import (
     child_on_old_revision,
@@ -80,6 +91,17 @@ def unclaimed_variants(objs: list[Obj]) -> list[Obj]:
     return found
 
 
+def listed_or_not() -> list[Obj]:
+    """A failing Deployment no label claims, only a Kustomization's inventory, and that
+    Kustomization with and without it listed: the Deployment's owner answer read nothing but the
+    reverse edge, so it holds only if the live model forgets it when that edge changes."""
+    return [
+        deployment("unlabelled", "apps", available=0, image="example.com/unlabelled:1"),
+        kustomization("lists-it", inventory=["apps_unlabelled_apps_Deployment"]),
+        kustomization("lists-it"),
+    ]
+
+
 def variants() -> dict[Key, list[dict[str, Any]]]:
     """Projected objects by key: every state some scenario gives that object.
 
@@ -96,6 +118,7 @@ def variants() -> dict[Key, list[dict[str, Any]]]:
         *workload_world(),
         *example_objects(),
         *unclaimed_variants(example_objects()),
+        *listed_or_not(),
         *[o for name in CONTROLLERS for o in controller(name, lease_renewed=None)],
         warning_about("apps", count=9, first=60 * MIN, last=MIN),
         warning_about("flux-system", count=3, first=90 * MIN, last=40 * MIN),
