@@ -214,13 +214,25 @@ def move_the_clock(churn: Churn) -> None:
     churn.now += churn.rng.choice((SEC, 20 * SEC, MIN, 6 * MIN, 11 * MIN))
 
 
-def play(seed: int, steps: int, mix: Mapping[Move, float], check: Callable[[Churn], None]) -> None:
+def play(
+    seed: int,
+    steps: int,
+    mix: Mapping[Move, float],
+    check: Callable[[Churn], None],
+    *,
+    pool: Callable[[Key], bool] | None = None,
+    setup: Move | None = None,
+) -> None:
     """Plays `steps` moves drawn from `mix` (each move's share of the steps), calling `check`
-    after each one."""
+    after each one. `pool`: which keys of variants() the sequence plays with (all by default);
+    `setup`: a move made once, after the first variant of each key is upserted."""
     assert abs(sum(mix.values()) - 1) < 1e-9, "the shares of a mix add up to one"
-    churn = Churn(seed, steps, random.Random(seed), variants())
+    played = {key: objs for key, objs in variants().items() if pool is None or pool(key)}
+    churn = Churn(seed, steps, random.Random(seed), played)
     for key in churn.keys:
         churn.upsert(churn.pool[key][0])
+    if setup is not None:
+        setup(churn)
     for step in range(steps):
         move = draw(churn.rng, mix)
         churn.step, churn.move = step, move.__name__

@@ -670,7 +670,6 @@ class HealthModel:
             (self._with_findings.add if findings else self._with_findings.discard)(key)
         else:
             self._with_findings.discard(key)
-            if filed is Filed.MOVED:
-                self._changed = True
+            if filed is Filed.MOVED:  # only its output moves (Satellites.moved, in this evaluation)
                 return
         self._changed_subjects |= self._filers.filed(key, old, findings)
