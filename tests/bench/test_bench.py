@@ -23,7 +23,7 @@ import orjson
 import pytest
 import yaml
 
-from bench import cpu, liveprofile, pipeline, procs, report, run, scaling_kinds
+from bench import cpu, liveprofile, pipeline, procs, report, run, scaling_kinds, steady
 from bench.barelist import main as barelist_main
 from bench.generate import Churn
 from bench.kinds import API_VERSIONS, CONTROLLERS, STACK_KINDS
@@ -143,6 +143,10 @@ async def test_the_recorded_stream_holds_every_watched_object_and_feeds_the_pipe
     played = min(scaling_kinds.INCIDENT, result["churn_events"])
     assert sum(k["events"] for k in kinds["kinds"].values()) == played
     assert kinds["incident_findings"] > 0  # every controller's Lease expired by then
+    day = await asyncio.to_thread(steady.measure, stream, batch=4)
+    assert day["passes"] > 0
+    assert day["evaluate_ms_mean"] > 0
+    assert day["controllers_down"] == 0  # the Leases renewed at its clock: a normal day
 
 
 async def test_stalewatch_syncs_the_cluster_and_serves_a_broken_pod_and_a_failing_certificate_as_findings(
