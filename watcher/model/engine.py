@@ -458,13 +458,16 @@ class HealthModel:
     def _correlate_scope(self, scope: set[Key] | None, *, now: datetime) -> Correlation:
         """Correlate the subjects in `scope` (None: all), taking in the component of each subject
         outside it that a step asks about (store/components.py)."""
-        if scope is not None and not self._correlator.scoped(
-            controllers=self._controllers.visible(),
-            stuck=self._beats.findings(),
-            unserved=self._shards.findings(),
-            satellites=self._satellites.candidates,
-        ):
+        if scope is not None and not self._correlator.scoped:
             scope = None
+        if scope is not None:
+            scope |= self._correlator.hubs(
+                controllers=self._controllers.visible(),
+                stuck=self._beats.findings(),
+                unserved=self._shards.findings(),
+                removals=self._rules.findings(),
+                loops=self._loops.loops(),
+            )
         while True:
             if scope is None:
                 keys: Iterable[Key] = sorted(self._with_findings)

@@ -43,6 +43,7 @@ pass (loops.py): it is given the loops, not the attempts.
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -114,19 +115,37 @@ class Correlator:
                 related += [k for k in (owners.workload, owners.release) if k is not None]
         return self._components.reached([*changed, *related], touched)
 
-    def scoped(
-        self,
+    @property
+    def scoped(self) -> bool:
+        """Whether the next pass may be given a scope: the last one kept its components."""
+        return not self._whole
+
+    @staticmethod
+    def hubs(
         *,
         controllers: Sequence[ControllerState],
         stuck: Sequence[Finding],
         unserved: Sequence[Finding],
-        satellites: Mapping[Key, Finding],
-    ) -> bool:
-        """Whether the next pass may be given a scope: components were kept, and no controller is
-        down or stuck nor a shard unserved (their findings explain subjects in every component)."""
-        return not self._whole and not _hubs(
-            controllers, stuck=stuck, unserved=unserved, satellites=satellites
-        )
+        removals: Sequence[Finding],
+        loops: Sequence[tuple[Finding, bool]],
+    ) -> set[Key]:
+        """The subjects every pass correlates, in no component (store/components.py): each
+        controller's workload and Pods (a down one's ControllerDown takes their findings and
+        Events as its evidence), the gone Pods its Events still name, and the subjects of the
+        findings that explain subjects anywhere (ControllerStuck, ShardNotServed, CRDRemoved)."""
+        own: dict[Key, ControllerState] = {}
+        for state in controllers:
+            own[key_of_subject(state.health.subject)] = state
+            own.update(dict.fromkeys(state.pods, state))
+        hubs = set(own)
+        hubs.update(key_of_subject(f.subject) for f in (*stuck, *unserved))
+        hubs.update(key_of_subject(f.subject) for f in removals if f.type is FindingType.CRD_REMOVED)
+        former = _controller_workloads(own)
+        for loop, _ in loops:
+            key = key_of_subject(loop.subject)
+            if key not in hubs and _former_pod_of(key, former) is not None:
+                hubs.add(key)
+        return hubs
 
     def clear(self) -> None:
         """Forget everything (blindness changed what every object looks like)."""
@@ -165,10 +184,13 @@ class Correlator:
         findings of the last passes (store/components.py); raises working.Escaped when a subject
         outside it must be taken in (`scoped` says when a scope may be given).
         """
-        hubs = _hubs(controllers, stuck=stuck, unserved=unserved, satellites=satellites)
-        assert scope is None or not (hubs or self._whole), "a scope is given only when `scoped`"
+        assert scope is None or self.scoped, "a scope is given only when `scoped`"
         if scope is not None:  # the cluster rules' findings (removals, CRD risks) are roots of their own
             removals = [r for r in removals if key_of_subject(r.subject) in scope.keys]
+        hubs = self.hubs(
+            controllers=controllers, stuck=stuck, unserved=unserved, removals=removals, loops=loops
+        )
+        assert scope is None or all(h in scope.keys for h in hubs), "every pass correlates the hubs"
         run = Pass(
             view,
             config,
@@ -177,6 +199,7 @@ class Correlator:
             self._owners,
             groups if groups is not None else {},
             scope=scope,
+            promoted=self._components.promoted - set(scope.keys) if scope is not None else (),
         )
         own_pods = _controllers(run, controllers)
         former = _controller_workloads(own_pods)
@@ -205,25 +228,15 @@ class Correlator:
         acted_on(run)
         if policies is not None:
             link_policies(run, policies)
-        result = finish(run, self._radii)
+        components = self._components
+        elsewhere = functools.partial(components.explained, outside=within) if within is not None else None
+        result = finish(run, self._radii, elsewhere=elsewhere)
         self._radii.end_pass(run.groups.keys(), within)
-        self._ran, self._whole = True, bool(hubs)
-        if hubs:  # the next pass is a whole one too: it runs when anything this one read changes
-            self._components.unattributed(run)
-        elif self._keep:
-            self._components.replace(run, within)
-            result.findings = self._components.findings()
+        self._ran, self._whole = True, not self._keep
+        if self._keep:
+            components.replace(run, within, hubs=hubs)
+            result.findings, result.order = components.findings(), components.order()
         return result
-
-
-def _hubs(
-    controllers: Sequence[ControllerState],
-    *,
-    stuck: Sequence[Finding],
-    unserved: Sequence[Finding],
-    satellites: Mapping[Key, Finding] | None,
-) -> bool:
-    return bool(stuck or unserved or satellites) or any(not c.health.up for c in controllers)
 
 
 def _controllers(run: Pass, controllers: Sequence[ControllerState]) -> dict[Key, ControllerState]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 from watcher.model.ingest.objects import Key, describe
 from watcher.model.store.satellites import Group
@@ -32,19 +32,27 @@ _CHAINED = (FindingType.DEPENDENCY_BLOCKED, FindingType.RECONCILE_FAILED)
 """Types linked to another object's finding, whose message names the end of the chain too."""
 
 
-def finish(run: Pass, radii: BlastRadii) -> Correlation:
+def finish(
+    run: Pass, radii: BlastRadii, *, elsewhere: Callable[[str], Explained] | None = None
+) -> Correlation:
+    """`elsewhere`: what a root of this pass explains among the findings kept from components
+    out of its scope (a hub's: store/components.py)."""
     parent: dict[str, str | None] = {}
     for ids in run.by_subject.values():
         for index, fid in enumerate(ids):
             first = index == 0 or run.found[fid].type in _OWN_ROOTS
             parent[fid] = run.links.get(fid) if first else ids[0]
     roots: dict[str, str] = {}
-    members: dict[str, list[str]] = defaultdict(list)
+    members: dict[str, Explained] = defaultdict(list)
     for fid in sorted(run.found):
         root = _root(fid, parent, roots)
         if root != fid:
             run.found[fid].root_cause = root
-            members[root].append(fid)
+            members[root].append((run.keys[fid], run.found[fid]))
+    if elsewhere is not None:
+        for fid in [f for f, root in roots.items() if f == root]:
+            if kept := elsewhere(fid):
+                members[fid] += kept
     for fid, root in roots.items():
         finding = run.found[fid]
         if finding.type in _CHAINED and root != run.links.get(fid) and run.keys[root] != run.keys[fid]:
@@ -61,7 +69,7 @@ def finish(run: Pass, radii: BlastRadii) -> Correlation:
     for root in [*members, *(r for r in grouped if r not in members)]:
         explained = members.get(root, [])
         finding = run.found[root]
-        named = [(run.keys[f], run.found[f].subject["apiVersion"]) for f in explained]
+        named = [(key, f.subject["apiVersion"]) for key, f in explained]
         finding.affected = radii.affected(run, root, named, grouped.get(root, ()))
         if finding.type is FindingType.CONTROLLER_DOWN:
             stale = sum(len(group.subjects) - len(promoted) for _, group, promoted in grouped.get(root, ()))
@@ -76,11 +84,15 @@ def finish(run: Pass, radii: BlastRadii) -> Correlation:
             _controller_message(run, finding, [])
         elif finding.type is FindingType.CONTROLLER_STUCK and finding.id not in explaining:
             _stuck_message(run, finding, [])
-    result.findings = sorted(run.found.values(), key=order_key)
+    placed = sorted((order_key(f), f) for f in run.found.values())
+    result.findings, result.order = [f for _, f in placed], [where for where, _ in placed]
     return result
 
 
 _NONE: frozenset[Key] = frozenset()
+
+Explained = list[tuple[Key, Finding]]
+"""Findings a root explains, each with its subject's key."""
 
 Named = list[tuple[Key, str]]
 """Subjects as (key, apiVersion): a Subject is made of nothing else."""
@@ -111,14 +123,11 @@ class BlastRadii:
         own = run.keys[root]
         if not self._keep:
             return _affected(own, named, grouped, extra)
-        if len(grouped) == 1:
-            found = self._around(own, named, extra, *grouped[0])
-            if found is not None:
-                return found
         made_of = (own, tuple(named), tuple((v.version, p) for _, v, p in grouped), tuple(extra))
         kept = self._kept.get(root)
         if kept is None or kept[0] != made_of:
-            kept = (made_of, _affected(own, named, grouped, extra))
+            found = self._around(own, named, extra, *grouped[0]) if len(grouped) == 1 else None
+            kept = (made_of, found if found is not None else _affected(own, named, grouped, extra))
         self._asked[root] = kept
         return kept[1]
 
@@ -218,21 +227,21 @@ def _root(fid: str, parent: Mapping[str, str | None], roots: dict[str, str]) -> 
     return root
 
 
-def _stuck_message(run: Pass, finding: Finding, explained: Sequence[str]) -> None:
+def _stuck_message(run: Pass, finding: Finding, explained: Explained) -> None:
     """How many of the objects it reconciles are overdue (its blast radius lists those, not the
     ones whose window has not passed yet), and how many more are blocked behind them."""
-    overdue = {run.keys[f] for f in explained if run.found[f].type is FindingType.NOT_RECONCILING}
-    others = len({run.keys[f] for f in explained} - overdue)
+    overdue = {key for key, f in explained if f.type is FindingType.NOT_RECONCILING}
+    others = len({key for key, _ in explained} - overdue)
     total = finding.evidence.get("due_objects", 0)
     finding.message += f" {len(overdue)} of the {total} objects it reconciles on an interval are overdue"
     blocked = f" and {others} more {'is' if others == 1 else 'are'} blocked behind them"
     finding.message += (blocked if others else "") + "."
 
 
-def _controller_message(run: Pass, finding: Finding, explained: Sequence[str], *, stale: int = 0) -> None:
+def _controller_message(run: Pass, finding: Finding, explained: Explained, *, stale: int = 0) -> None:
     """`stale`: unpromoted satellites it explains, besides `explained`."""
-    stale += sum(1 for f in explained if run.found[f].type is FindingType.STATUS_STALE)
-    others = len({run.keys[f] for f in explained if run.found[f].type is not FindingType.STATUS_STALE})
+    stale += sum(1 for _, f in explained if f.type is FindingType.STATUS_STALE)
+    others = len({key for key, f in explained if f.type is not FindingType.STATUS_STALE})
     if stale:
         finding.message += (
             f" {stale} object it reconciles reports a cached status"

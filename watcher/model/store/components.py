@@ -12,6 +12,12 @@ reaches the components that hold or read it; the next pass correlates those alon
 A step may relate a subject to one outside the scope (a Pod that starts failing asks about
 its Deployment's finding): the pass then stops (working.Escaped) and runs again with that
 subject's component taken in.
+
+Some subjects are in every pass and in no component (*hubs*, Correlator.hubs): a down or stuck
+controller, an unserved shard, a removed CRD explain subjects in any number of components, so
+relating through them would make one component of everything. A hub's findings are made again
+by every pass, with the members it explains in the components left out counted from their kept
+findings (`explained`).
 """
 
 from __future__ import annotations
@@ -44,6 +50,12 @@ class Components:
         self._outputs = SortedTable[OrderKey, Finding]()
         self._placed: dict[Key, list[OrderKey]] = {}
         """Where each subject's findings are in `_outputs`."""
+        self._explained: dict[str, dict[str, tuple[Key, Finding]]] = {}
+        """The kept findings each root explains (root_cause), by id."""
+        self._hub_reads: dict[Read, set[Key]] = {}
+        """The hubs that read each object or edge (hubs are in every pass: a change to one needs one)."""
+        self.promoted: frozenset[Key] = frozenset()
+        """The satellites the last passes promoted (working.Pass.promote)."""
         self._next = 0
 
     def holds(self, key: Key) -> bool:
@@ -52,13 +64,14 @@ class Components:
 
     def reads(self, key: Key) -> bool:
         """Whether a kept component read this object (or holds it)."""
-        return key in self._readers or key in self._of or key in self._unattributed
+        return key in self._readers or key in self._of or key in self._unattributed or key in self._hub_reads
 
     def reached(self, changed: Collection[Key], touched: Iterable[Read]) -> set[Key] | None:
         """The subjects to correlate again: the `changed` ones (their candidates changed) and every
         subject of the components they or the `touched` objects and edges are in or were read by;
         None when something read for no finding was touched (correlate everything)."""
         found: set[int] = set()
+        scope = set(changed)
         for read in (*changed, *touched):
             if read in self._unattributed:
                 return None
@@ -68,36 +81,53 @@ class Components:
             readers = self._readers.get(read)
             if readers:
                 found |= readers
-        scope = set(changed)
+            hubs = self._hub_reads.get(read)
+            if hubs:
+                scope.update(hubs)
         for component in found:
             scope.update(self._members[component])
         return scope
 
-    def unattributed(self, run: Pass) -> None:
-        """Keep no component of a pass over every subject whose next pass is a whole one too:
-        only what it read, all of it reaching everything."""
-        self._reset()
-        self._unattributed = set().union(*run.view.by_reader.values())
+    def explained(self, root: str, *, outside: Collection[Key]) -> list[tuple[Key, Finding]]:
+        """The kept findings `root` explains, with their subjects' keys, whose subjects are not in
+        `outside` (a pass's scope)."""
+        kept = self._explained.get(root)
+        return [(key, f) for key, f in kept.values() if key not in outside] if kept else []
 
     def findings(self) -> list[Finding]:
         return self._outputs.values()
 
-    def replace(self, run: Pass, scope: Collection[Key] | None) -> None:
+    def order(self) -> list[OrderKey]:
+        """The order key of each of `findings()`, in the same order."""
+        return self._outputs.keys()
+
+    def replace(self, run: Pass, scope: Collection[Key] | None, *, hubs: Collection[Key]) -> None:
         """Take in what a pass found and read over `scope` (None: every subject): the components
-        that were in it are replaced by the pass's."""
+        that were in it are replaced by the pass's. `hubs`: the subjects in every pass."""
         if scope is None:
             self._reset()
-            subjects: Iterable[Key] = run.by_subject
         else:
             for component in {self._of[key] for key in scope if key in self._of}:
                 self._drop(component)
             for key in scope:
                 for where in self._placed.pop(key, ()):
+                    old = self._outputs.get(where)
                     self._outputs.set(where, None)
-            subjects = run.by_subject
+                    if old is not None and old.root_cause is not None:
+                        explained = self._explained[old.root_cause]
+                        del explained[old.id]
+                        if not explained:
+                            del self._explained[old.root_cause]
         by_reader = run.view.by_reader
         self._unattributed |= by_reader.get(None, set())
-        parent = {key: key for key in (*subjects, *(k for k in scope or () if k in by_reader))}
+        self._hub_reads = {}
+        for hub in hubs:
+            for read in by_reader.get(hub, _NONE):
+                self._hub_reads.setdefault(read, set()).add(hub)
+        self.promoted = frozenset(run.promoted)
+        parent = {key: key for key in (*run.by_subject, *(k for k in scope or () if k in by_reader))}
+        for hub in hubs:
+            parent.pop(hub, None)
 
         def find(key: Key) -> Key:
             while parent[key] != key:
@@ -111,15 +141,14 @@ class Components:
                 parent[ra] = rb
 
         for reader, reads in by_reader.items():
-            if reader is None:
+            if reader is None or reader not in parent:
                 continue
-            parent.setdefault(reader, reader)
             for read in reads:
-                if isinstance(read, Key) and run.by_subject.get(read):
+                if isinstance(read, Key) and read in parent and run.by_subject.get(read):
                     union(reader, read)
         for source, target in run.links.items():
             a, b = run.keys.get(source), run.keys.get(target)
-            if a is not None and b is not None:
+            if a in parent and b in parent:
                 union(a, b)
         grouped: dict[Key, list[Key]] = defaultdict(list)
         for key in parent:
@@ -137,7 +166,10 @@ class Components:
         for finding in run.found.values():
             where = order_key(finding)
             self._outputs.set(where, finding)
-            self._placed.setdefault(key_of_subject(finding.subject), []).append(where)
+            self._placed.setdefault(run.keys[finding.id], []).append(where)
+            if finding.root_cause is not None:
+                explained = self._explained.setdefault(finding.root_cause, {})
+                explained[finding.id] = (run.keys[finding.id], finding)
 
     def _drop(self, component: int) -> None:
         for member in self._members.pop(component):

@@ -132,7 +132,7 @@ class Satellites:
                 self._placed.set(where, output)  # in place when its order is unchanged
             elif at is not None:
                 self._placed.set(at, None)
-        return self._placed.interleaved(core.findings, order_key)
+        return self._placed.interleaved(core.findings, core.order)
 
 
 def _link(finding: Finding) -> str:

@@ -10,7 +10,7 @@ initial replay quadratic (some 35 us per insert); placed together they cost one 
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable
+from collections.abc import Sequence
 from typing import Any, Generic, TypeVar
 
 from watcher.model.ingest.objects import Key
@@ -38,6 +38,7 @@ class SortedTable(Generic[K, V]):
         """Keys in `_at` not yet in `_keys`, placed by the next output (_place); a dict, not a
         set, for the order they came in, which sorting takes runs from (keys often come sorted)."""
         self._out: list[V] | None = None
+        self._out_keys: list[K] | None = None
 
     def set(self, key: K, value: V | None) -> None:
         """Insert, replace, or (with None) remove the value at `key`."""
@@ -60,7 +61,10 @@ class SortedTable(Generic[K, V]):
             self._at[key] = value
             if key not in self._added:
                 self._values[bisect_left(self._keys, key)] = value
-        self._out = None
+        self._out = self._out_keys = None
+
+    def get(self, key: K) -> V | None:
+        return self._at.get(key)
 
     def values(self) -> list[V]:
         if self._out is None:
@@ -91,16 +95,24 @@ class SortedTable(Generic[K, V]):
         self._keys += keys[start:]
         self._values += values[start:]
 
-    def interleaved(self, items: list[V], key: Callable[[V], K]) -> list[V]:
-        """`items`, already in key order, with this table's values each where its key falls."""
+    def keys(self) -> list[K]:
+        """The keys of `values()`, in the same order (read-only to their holders)."""
+        if self._out_keys is None:
+            self._place()
+            self._out_keys = list(self._keys)
+        return self._out_keys
+
+    def interleaved(self, items: list[V], order: Sequence[K]) -> list[V]:
+        """`items`, already in key order (`order`: their keys), with this table's values each
+        where its key falls."""
         self._place()
         if not self._keys:
             return items
         keys, values = self._keys, self._values
         merged: list[V] = []
         start = 0
-        for item in items:
-            index = bisect_left(keys, key(item), start)
+        for item, where in zip(items, order, strict=True):
+            index = bisect_left(keys, where, start)
             merged += values[start:index]
             merged.append(item)
             start = index

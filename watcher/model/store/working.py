@@ -87,6 +87,8 @@ class Correlation:
     """Root cause of the unpromoted satellites, by the ControllerDown id they point at."""
     since: dict[str, datetime | None] = field(default_factory=dict)
     """Since when the unpromoted satellites are stale, by the id they point at (stale_since)."""
+    order: Sequence[OrderKey] = ()
+    """The order key of each of `findings` (order_key), in the same order."""
 
 
 def stale_since(found: Mapping[str, Finding], link: str) -> datetime | None:
@@ -167,7 +169,9 @@ class Pass:
         groups: Mapping[str, Group],
         *,
         scope: Scope | None = None,
+        promoted: Collection[Key] = (),
     ) -> None:
+        """`promoted`: the satellites promoted by the components out of `scope` (kept as they were)."""
         self.view = Reads(store)
         self.store: Listing = self.view
         self.config, self.now = config, now
@@ -175,7 +179,7 @@ class Pass:
         self.satellites, self.owners = satellites, owners
         self.groups = groups
         """The satellites by the root they point at (store/satellites.py)."""
-        self.promoted: set[Key] = set()
+        self.promoted: set[Key] = set(promoted)
         self.found: dict[str, Finding] = {}
         self.origin: dict[str, Finding] = {}
         """The finding each working copy was made from (a candidate, as the engine keeps it)."""
