@@ -36,13 +36,6 @@ def test_the_same_list_is_handed_out_until_something_changes() -> None:
     assert first == ["a"]
 
 
-def test_interleaved_puts_each_value_where_its_key_falls_among_the_items() -> None:
-    placed = table((2, "b"), (4, "d"), (9, "z"))
-    position = {"a": (1,), "c": (3,), "e": (5,)}
-    assert placed.interleaved(["a", "c", "e"], key=position.__getitem__) == list("abcdez")
-    assert table().interleaved(["a"], key=lambda item: (1,)) == ["a"]
-
-
 @pytest.mark.parametrize(
     ("placed", "added"),
     [
@@ -62,7 +55,8 @@ def test_keys_added_after_an_output_take_their_place_in_key_order(placed: range,
     found.set((added[-1],), None)
     expected = {key: str(key) for key in [*placed, *added[:-1]]} | {added[0]: "changed before the output"}
     assert found.values() == [expected[key] for key in sorted(expected)]
-    assert found.interleaved([], key=lambda item: (0,)) == found.values()
+    assert found.keys() == sorted((key,) for key in expected)
+    assert len(found) == len(expected)
 
 
 OUTPUT = None

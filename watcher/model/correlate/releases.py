@@ -142,6 +142,7 @@ def link_releases(run: Pass, own_pods: Mapping[Key, ControllerState], memo: Rele
         if release is None:
             rrwf = None
         elif release in findings:
+            run.view.note(release)  # what it answered was read for this one too
             rrwf = findings[release]
             if rrwf is not None and rrwf.type is FindingType.RELEASE_READY_WORKLOAD_FAILING:
                 _also_failing(rrwf, finding)

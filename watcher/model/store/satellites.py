@@ -12,9 +12,12 @@ import itertools
 from datetime import datetime
 
 from watcher.model.ingest.objects import Key
-from watcher.model.store.table import SortedTable
+from watcher.model.store.table import MERGED, SortedTable
 from watcher.model.store.working import Correlation, OrderKey, order_key
 from watcher.model.types import Finding, FindingType
+
+CORE, SATELLITE = 0, 1
+"""The tags of `Satellites._placed`'s keys."""
 
 
 class Filed(enum.Enum):
@@ -54,8 +57,13 @@ class Satellites:
         """Satellites added, changed or gone since their outputs were last placed."""
         self._outputs: dict[Key, tuple[Finding, OrderKey]] = {}
         """Where each placed output is, with the candidate it was made from."""
-        self._placed: SortedTable[OrderKey, Finding] = SortedTable()
-        """The unpromoted satellites' outputs, in output order."""
+        self._placed: SortedTable[tuple[OrderKey, int], Finding] = SortedTable()
+        """The correlation's findings (keyed (order key, CORE)) and the unpromoted satellites'
+        outputs ((order key, SATELLITE)), in output order. A satellite promoted or no longer
+        promoted has the same order key in both: the tag keeps one from replacing the other
+        while both are being placed."""
+        self._core: dict[OrderKey, Finding] = {}
+        """The correlation's findings placed, by order key."""
         self._placed_for = Correlation([])
         """The correlation whose promotions and roots `_placed` follows."""
 
@@ -109,6 +117,7 @@ class Satellites:
     def merged(self, core: Correlation) -> list[Finding]:
         """The correlation's findings merged with the outputs of its unpromoted satellites."""
         placed = self._placed_for
+        new_core = core is not placed
         if core.roots != placed.roots:
             moved = self._outputs.keys() | self.candidates.keys()
         else:
@@ -128,11 +137,34 @@ class Satellites:
                 where = kept[1] if kept is not None and kept[0] is candidate else order_key(output)
                 self._outputs[key] = (candidate, where)
                 if at is not None and at != where:
-                    self._placed.set(at, None)
-                self._placed.set(where, output)  # in place when its order is unchanged
+                    self._placed.set((at, SATELLITE), None)
+                self._placed.set((where, SATELLITE), output)  # in place when its order is unchanged
             elif at is not None:
-                self._placed.set(at, None)
-        return self._placed.interleaved(core.findings, core.order)
+                self._placed.set((at, SATELLITE), None)
+        if new_core:
+            self._place_core(core)
+        return self._placed.values()
+
+    def _place_core(self, core: Correlation) -> None:
+        """Replace the last correlation's findings with `core`'s: those that changed, or all of
+        them in one sort when many did (a pass over every subject). A promoted satellite's
+        finding has its output's order key: one placed since (it is no longer promoted) stays."""
+        was, table = self._core, self._placed
+        now = dict(zip(core.order, core.findings, strict=True))
+        changed = [(where, f) for where, f in now.items() if was.get(where) is not f]
+        gone = was.keys() - now.keys()
+        if (len(changed) + len(gone)) * MERGED > len(table):
+            placed = zip(table.keys(), table.values(), strict=True)
+            outputs = [(tagged, output) for tagged, output in placed if tagged[1] == SATELLITE]
+            table = self._placed = SortedTable()
+            for tagged, output in outputs:
+                table.set(tagged, output)
+            changed, gone = list(now.items()), set()
+        for where in gone:
+            table.set((where, CORE), None)
+        for where, finding in changed:
+            table.set((where, CORE), finding)
+        self._core = now
 
 
 def _link(finding: Finding) -> str:

@@ -10,7 +10,6 @@ initial replay quadratic (some 35 us per insert); placed together they cost one 
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Sequence
 from typing import Any, Generic, TypeVar
 
 from watcher.model.ingest.objects import Key
@@ -63,6 +62,9 @@ class SortedTable(Generic[K, V]):
                 self._values[bisect_left(self._keys, key)] = value
         self._out = self._out_keys = None
 
+    def __len__(self) -> int:
+        return len(self._at)
+
     def get(self, key: K) -> V | None:
         return self._at.get(key)
 
@@ -101,20 +103,3 @@ class SortedTable(Generic[K, V]):
             self._place()
             self._out_keys = list(self._keys)
         return self._out_keys
-
-    def interleaved(self, items: list[V], order: Sequence[K]) -> list[V]:
-        """`items`, already in key order (`order`: their keys), with this table's values each
-        where its key falls."""
-        self._place()
-        if not self._keys:
-            return items
-        keys, values = self._keys, self._values
-        merged: list[V] = []
-        start = 0
-        for item, where in zip(items, order, strict=True):
-            index = bisect_left(keys, where, start)
-            merged += values[start:index]
-            merged.append(item)
-            start = index
-        merged += values[start:]
-        return merged
