@@ -174,8 +174,8 @@ def replay_clock(lines: list[bytes]) -> datetime | None:
 _LIVE = inspect.signature(LiveModel.__init__).parameters
 DEBOUNCE, LONGEST = _LIVE["debounce"].default, _LIVE["longest"].default
 """The live watcher's pacing, LiveModel's defaults: a pass at least `debounce` after a change;
-under a stream of changes the next pass waits Pacing.SHARE times the last one's shared CPU cost
-(beyond HealthModel.judge), but never more than `longest` (watcher.kube.live.Pacing)."""
+under a stream of changes the next pass waits Pacing.SHARE times the last one's CPU cost, but
+never more than `longest` (watcher.kube.live.Pacing)."""
 CLOCK_EVERY = 16
 """Events between looks at the CPU clock (a system call of about 1 us, which the watcher, timed
 by its event loop, does not make per event); 16 events are well under a millisecond of work."""
@@ -210,11 +210,9 @@ def stalewatch_pass(lines: list[Line], *, evaluate: str, now: datetime) -> float
             model.evaluate(now)
         elif evaluate == "live" and index % CLOCK_EVERY == 0 and clock() >= due:
             begun = clock()
-            model.judge(now)
-            judged = clock()
             model.evaluate(now)
             ended = clock()
-            pacing.passed(started=begun, ended=ended, cost=ended - judged)
+            pacing.passed(started=begun, ended=ended, cost=ended - begun)
             due = ended + pacing.delay(ended)
     model.evaluate(now)
     elapsed = clock() - started

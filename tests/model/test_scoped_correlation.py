@@ -6,8 +6,7 @@ and the examples' objects (Pods failing and recovering under releases, dependenc
 failing, Events, deletions, relists, the clock moving past thresholds), every controller's Lease
 renewed at the start and whenever the clock moves, so that they stay up: after every step the
 live model's findings are compared with `HealthModel.reference()`, a pass from scratch over every
-subject, and every so often the whole Evaluation with evaluate() from scratch. Every other
-step judges first (HealthModel.judge), as the live watcher does.
+subject, and every so often the whole Evaluation with evaluate() from scratch.
 """
 
 from __future__ import annotations
@@ -58,8 +57,6 @@ MIX: dict[Move, float] = {
 @pytest.mark.parametrize("seed", range(SEEDS))
 def test_correlating_only_what_a_change_reaches_equals_a_pass_over_everything(seed: int) -> None:
     def equals_the_reference(churn: Churn) -> None:
-        if churn.step % 2:  # as the live watcher does: judging first, timed apart (kube/live.py)
-            churn.model.judge(churn.now)
         evaluation = churn.model.evaluate(churn.now)
         rendered = [f.to_dict() for f in evaluation.findings]
         assert rendered == [f.to_dict() for f in churn.model.reference(churn.now)], churn.where

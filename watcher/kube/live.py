@@ -100,13 +100,10 @@ class Pacing:
 
     A change that arrives after a quiet spell is evaluated at once (`debounce`, the least wait
     after a change, is 0 by default); under churn the next pass waits SHARE times the last one's
-    shared CPU cost: what it cost beyond judging the changed objects again (HealthModel.judge),
-    which is one per change however they are batched, so waiting would save none of it. What a
-    batch shares (correlation, the Evaluation, the timeline) thus takes at most 1/(SHARE+1) of a
-    core: a pass whose correlation ran over the components its changes reach is followed within
-    milliseconds, its batch being what arrived while it ran and what the reflectors' read hold
-    gathered; a pass that ran correlation over many findings (a controller down) is followed by
-    a wait in proportion.
+    CPU cost, so passes take at most 1/(SHARE+1) of a core back to back: a pass that costs what its
+    changes cost (a churn event judged again, correlation keeping its answers) is followed almost
+    at once, its batch being what arrived while it ran and what the reflectors' read hold
+    gathered; a pass that runs correlation over many findings is followed by a wait in proportion.
     Yet the next pass starts at most `longest` after the last one began: a change that came just
     after a pass began waits for the next one, so its latency is counted from then (a pass that
     took more than half of `longest` waits its own duration, so costly passes never run back to
@@ -115,9 +112,10 @@ class Pacing:
     """
 
     SHARE = 99
-    """Wait 99 times a pass's shared cost after it: what passes share uses at most 1% of a core
-    under churn, and a change still waits at most `longest` (BENCHMARKS.md, "Pacing at 1% of a
-    core", "Correlation in proportion to what changed")."""
+    """Wait 99 times a pass's cost after it: evaluation uses at most 1% of a core under churn, and a
+    change still waits at most `longest` (BENCHMARKS.md, "Pacing at 1% of a core"). Passes cost
+    what changed since correlation keeps its answers: a cheap pass is followed within
+    milliseconds ("Correlation in proportion to what changed")."""
 
     def __init__(self, *, debounce: float, longest: float) -> None:
         self.debounce, self.longest = debounce, longest
@@ -129,7 +127,7 @@ class Pacing:
         return max(self.debounce, min(self._next - now, self.longest))
 
     def passed(self, *, started: float, ended: float, cost: float) -> None:
-        """A pass ran from `started` to `ended` (monotonic); `cost`: its shared CPU seconds."""
+        """A pass ran from `started` to `ended` (monotonic) and took `cost` CPU seconds."""
         took = ended - started
         self._next = ended + min(cost * self.SHARE, max(self.longest - took, took))
 
@@ -159,8 +157,6 @@ class LiveModel:
         self._telemetry = telemetry
         self._tick, self._clock = tick, clock
         self._pacing = Pacing(debounce=debounce, longest=max(debounce, longest))
-        self._judged = 0.0
-        """The CPU seconds the last pass spent judging the changed objects (HealthModel.judge)."""
         self._dirty = asyncio.Event()
         self.collections = SyncCollections()
         self._rejected: list[Rejection] = []
@@ -366,11 +362,8 @@ class LiveModel:
         self.model.set_blind(self._telemetry.blind())
         self.model.set_stale(self._telemetry.stale_kinds())
         with tracer().start_as_current_span("stalewatch.evaluate") as span:
-            started, judging = time.perf_counter(), time.thread_time()
-            now = self._clock()
-            self.model.judge(now)
-            self._judged = time.thread_time() - judging
-            evaluation = self.model.evaluate(now)
+            started = time.perf_counter()
+            evaluation = self.model.evaluate(self._clock())
             self._telemetry.evaluation.observe(time.perf_counter() - started)
             if span.is_recording():
                 before = {f.id for f in self.latest.findings} if self.latest else set()
@@ -397,12 +390,11 @@ class LiveModel:
                     pass
                 self._dirty.clear()
                 began, started = time.monotonic(), time.thread_time()
-                self._judged = 0.0
                 try:
                     self.evaluate()
                 except Exception:  # evaluate() keeps its own failures; this is a bug around it
                     log.exception("evaluation failed; serving the previous evaluation")
-                cost = time.thread_time() - started - self._judged
+                cost = time.thread_time() - started
                 self._pacing.passed(started=began, ended=time.monotonic(), cost=cost)
         finally:
             self.collections.restore()  # stopped before the sync finished

@@ -398,9 +398,18 @@ class HealthModel:
         time made something due, or an event touched an object (or an edge) the previous
         correlation read; otherwise its findings still hold.
         """
-        self.judge(now)
+        self._pop_due(now)
         if not self._changed and self._last is not None:
             return self._last.at(now)
+        self._refresh_controllers(now)
+        dirty, self._dirty = self._dirty, set()
+        for key in dirty:
+            self._refresh_object(key, now)
+            self._store.pack(key)
+        beat_dirty, self._beat_dirty = self._beat_dirty, set()
+        for key in beat_dirty:
+            if key not in dirty:
+                self._refresh_beat(key, now)
         if self._beats.refresh(now) or self._shards.changed:
             self._recheck = True
         controllers = self._controllers.visible()
@@ -436,24 +445,6 @@ class HealthModel:
         )
         self._changed = False
         return self._last
-
-    def judge(self, now: datetime) -> None:
-        """The first part of `evaluate(now)`, which it makes itself when not made: judge again
-        each object changed or fallen due, and the controllers. Its cost is one per change, what
-        the changes come in batches of or not; the live watcher paces only the rest (correlation,
-        the Evaluation), whose cost a batch shares (kube/live.py Pacing)."""
-        self._pop_due(now)
-        if not self._changed:
-            return
-        self._refresh_controllers(now)
-        dirty, self._dirty = self._dirty, set()
-        for key in dirty:
-            self._refresh_object(key, now)
-            self._store.pack(key)
-        beat_dirty, self._beat_dirty = self._beat_dirty, set()
-        for key in beat_dirty:
-            if key not in dirty:
-                self._refresh_beat(key, now)
 
     def _correlate_scope(self, scope: set[Key] | None, *, now: datetime) -> Correlation:
         """Correlate the subjects in `scope` (None: all), taking in the component of each subject
