@@ -4,15 +4,13 @@ The cluster of a recording is loaded and most of its churn played (SHARE of the 
 clock ten minutes past the recording, every controller's Lease renewed at that clock (so
 workloads the churn left failing are findings, and no controller is down: the correlation of
 a normal day); then the rest is played in batches of BATCH events (about what the reflectors'
-read hold gathers at the benchmark's churn rate), each batch judged (HealthModel.judge, one cost
-per change however batched) and then evaluated, each part timed apart. The evaluation's part is
-what Pacing weighs (watcher.kube.live); `pipeline.scaling` and `scaling_kinds` time a churn event
-on a freshly loaded cluster and during an incident, neither of which this is.
+read hold gathers at the benchmark's churn rate), each batch followed by an evaluation, timed
+(what Pacing weighs, watcher.kube.live). `pipeline.scaling` and `scaling_kinds` time a churn
+event on a freshly loaded cluster and during an incident, neither of which this is.
 
     python -m bench.steady STREAM [--batch N]
 
-Run with another tree first on PYTHONPATH to measure its code (a tree without
-HealthModel.judge has its evaluation timed whole, judging included).
+Run with another tree first on PYTHONPATH to measure its code.
 """
 
 from __future__ import annotations
@@ -52,7 +50,6 @@ def measure(stream: Path, *, batch: int = BATCH) -> dict[str, Any]:
     stamp = (at - timedelta(seconds=5)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     events = [renewed(line, stamp) for line in pipeline.watch_lines(lines)]
     model = HealthModel(ModelConfig())
-    judge = getattr(model, "judge", None)
 
     def play(line: pipeline.Line) -> None:
         kind, obj = pipeline.decode(line)
@@ -65,19 +62,14 @@ def measure(stream: Path, *, batch: int = BATCH) -> dict[str, Any]:
     for line in events[:cut]:
         play(line)
     model.evaluate(at)
-    judged: list[float] = []
     evaluated: list[float] = []
     rest = events[cut:]
     for start in range(0, len(rest), batch):
         for line in rest[start : start + batch]:
             play(line)
         began = time.process_time()
-        if judge is not None:
-            judge(at)
-        middle = time.process_time()
         model.evaluate(at)
-        judged.append(middle - began)
-        evaluated.append(time.process_time() - middle)
+        evaluated.append(time.process_time() - began)
     evaluated.sort()
     findings = model.evaluate(at).findings
     return {
@@ -85,7 +77,6 @@ def measure(stream: Path, *, batch: int = BATCH) -> dict[str, Any]:
         "passes": len(evaluated),
         "findings": len(findings),
         "controllers_down": sum(1 for f in findings if f.type is FindingType.CONTROLLER_DOWN),
-        "judge_ms_mean": statistics.mean(judged) * 1e3,
         "evaluate_ms_mean": statistics.mean(evaluated) * 1e3,
         "evaluate_ms_p99": evaluated[int(len(evaluated) * 0.99)] * 1e3,
         "evaluate_ms_max": evaluated[-1] * 1e3,
