@@ -494,23 +494,42 @@ SIBLINGS_SHOWN = 3
 
 
 def _skew_siblings(run: Pass) -> None:
-    """Name objects on the same source that already run the revision a lagging one does not."""
+    """Name objects on the same source that already run the revision a lagging one does not.
+
+    The objects on one source, in order, and what each applied are read once per pass (a source
+    with a thousand objects and a few hundred lagging behind it), and noted as read for each
+    lagging object that reads them."""
+    on_source: dict[Key, list[Key]] = {}
+    applied: dict[Key, str | None] = {}
     for finding in run.each(FindingType.REVISION_SKEW):
-        obj = run.store.get(run.keys[finding.id])
+        key = run.keys[finding.id]
+        obj = run.store.get(key)
         source = source_key(obj) if obj is not None else None
         target = finding.evidence.get("source_revision") or finding.evidence.get("attempted_revision", "")
         if source is None or not target:
             continue
+        siblings = on_source.get(source)
+        if siblings is None:
+            siblings = on_source[source] = sorted(run.store.referrers("source", source))
+        else:
+            run.view.note(("source", source))
         ahead = []
-        for sibling in sorted(run.store.referrers("source", source) - {run.keys[finding.id]}):
-            other = run.store.get(sibling)
-            if other is not None and same_revision(applied_revision(other), target):
+        for sibling in siblings:
+            if sibling == key:
+                continue
+            if sibling in applied:
+                run.view.note(sibling)
+                revision = applied[sibling]
+            else:
+                other = run.store.get(sibling)
+                revision = applied[sibling] = applied_revision(other) if other is not None else None
+            if revision is not None and same_revision(revision, target):
                 ahead.append(sibling)
                 if len(ahead) == SIBLINGS_SHOWN:
                     break
         if ahead:
-            siblings = [f"{k.kind}/{k.namespace}/{k.name}" for k in ahead]
-            finding.evidence = {**finding.evidence, "siblings_on_revision": siblings}
+            named = [f"{k.kind}/{k.namespace}/{k.name}" for k in ahead]
+            finding.evidence = {**finding.evidence, "siblings_on_revision": named}
             finding.message += (
                 f" Already on it from the same source: {', '.join(describe(k) for k in ahead)}."
             )
