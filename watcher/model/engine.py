@@ -29,10 +29,11 @@ Incremental design (an event must not cost O(cluster)):
     (correlate/loops.py) only when one of them or that object changes; correlation sees the
     settled loops alone, and runs again only when one of them changed;
   * correlation (correlate/correlator.py's Correlator) then runs over findings only, and only
-    when a candidate, a verdict, a loop or something the last pass read changed; while every
-    controller is up it runs over the *components* that change reaches (store/components.py:
-    the subjects a pass related, a failing Pod with its workload and release, a blocked object
-    with what it waits on, and what each read) and keeps every other finding as it came out;
+    when a candidate, a verdict, a loop or something the last pass read changed, and then over
+    the *components* that change reaches (store/components.py: the subjects a pass related, a
+    failing Pod with its workload and release, a blocked object with what it waits on, and what
+    each read) and the hubs (the controllers, stuck or unserved, removed CRDs, whose findings
+    explain subjects anywhere), keeping every other finding as it came out;
     which workload and release each failing object belongs to, each release's finding and each
     root's blast radius are kept from pass to pass until what they were made of changes;
   * during an incident most candidates are StatusStale alone on their subject (satellites,
@@ -43,16 +44,16 @@ Incremental design (an event must not cost O(cluster)):
 
 How a pass's cost grows (BENCHMARKS.md, "Correlation in proportion to what changed"): an event
 costs its object's judgement (and its dependents', by the source index) plus, when a candidate
-changed, a correlation pass. With every controller up, that pass is in proportion to the
-components the change reaches (a Pod flip: its workload's and release's findings), whatever
-the number of findings elsewhere; it grows with the findings only through placing the outputs
-(a bisection each). While a controller is down or stuck, or a shard unserved, a root explains
-subjects in every component, and the pass is in proportion to the findings that are not
-satellites (with every controller down: the ControllerDowns and what they explain beyond stale
-statuses; with source-controller alone down: every failing workload and release still judged
-from its status); satellites, settled Events and kept blast radii cost nothing per pass. A down
-controller's verdict moving in time costs its satellites' outputs, not their judgement.
-`reference()` is the pass over every subject from scratch that both must equal.
+changed, a correlation pass in proportion to the components the change reaches (a Pod flip:
+its workload's and release's findings; a Kustomization behind a source: every object lagging
+behind that source that read it), plus the hubs, each counting what it explains in the
+components left out from their kept findings (a down controller: the non-satellite findings it
+explains), whatever the number of findings elsewhere; placing the outputs costs a bisection
+each. Satellites, settled Events and kept blast radii cost nothing per pass. A pass over every
+subject runs only when something read for no subject, a controller's verdict or the cluster
+rules' findings changed (the hubs' findings moved: what copied from them must follow), or
+blindness changed; a down controller's verdict moving in time also re-places its satellites'
+outputs. `reference()` is the pass over every subject from scratch that all of it must equal.
 
 Each object is judged inside one guard (intake, rules, controller verdict): one that makes a rule
 raise is set aside and reported (ingest/quarantine.py), never the whole evaluation.

@@ -25,11 +25,12 @@ failing Pod, a release's finding), each until one of the objects it was read fro
 each root's blast radius until what it was made of changes (roots.py). `Correlator(keep=False)`
 keeps nothing: HealthModel.reference(), the pass the kept answers must equal.
 
-While every controller is up, a pass may be given a scope: the subjects of the components a
-change reaches (store/components.py). Every step then sees only their candidates, each finding's
-step records what it read (working.Reads) and asks about other subjects through `Pass.primary`,
-which stops the pass (working.Escaped) when one outside the scope holds findings; the engine
-takes that subject's component in and runs it again. The findings outside the scope are kept.
+A pass may be given a scope: the subjects of the components a change reaches, and the hubs
+(store/components.py, `Correlator.hubs`). Every step then sees only their candidates, each
+finding's step records what it read (working.Reads) and asks about other subjects through
+`Pass.primary`, which stops the pass (working.Escaped) when one outside the scope holds
+findings; the engine takes that subject's component in and runs it again. The findings outside
+the scope are kept; a hub's blast radius and message count what it explains among them.
 
 During an incident most findings are StatusStale candidates alone on their subject, each
 only pointing at its ControllerDown. The engine passes those as `satellites`: the pass
