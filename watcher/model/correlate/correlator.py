@@ -237,6 +237,7 @@ class Correlator:
         if self._keep:
             components.replace(run, within, hubs=hubs)
             result.findings, result.order = components.findings(), components.order()
+            result.changes = components.changes if within is not None else None
         return result
 
 

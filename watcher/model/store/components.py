@@ -56,6 +56,8 @@ class Components:
         """The hubs that read each object or edge (hubs are in every pass: a change to one needs one)."""
         self.promoted: frozenset[Key] = frozenset()
         """The satellites the last passes promoted (working.Pass.promote)."""
+        self.changes: list[tuple[OrderKey, Finding | None]] = []
+        """What the last `replace` changed in the outputs, in order (None: gone)."""
         self._next = 0
 
     def holds(self, key: Key) -> bool:
@@ -104,6 +106,7 @@ class Components:
     def replace(self, run: Pass, scope: Collection[Key] | None, *, hubs: Collection[Key]) -> None:
         """Take in what a pass found and read over `scope` (None: every subject): the components
         that were in it are replaced by the pass's. `hubs`: the subjects in every pass."""
+        changes: list[tuple[OrderKey, Finding | None]] = []
         if scope is None:
             self._reset()
         else:
@@ -113,6 +116,7 @@ class Components:
                 for where in self._placed.pop(key, ()):
                     old = self._outputs.get(where)
                     self._outputs.set(where, None)
+                    changes.append((where, None))
                     if old is not None and old.root_cause is not None:
                         explained = self._explained[old.root_cause]
                         del explained[old.id]
@@ -166,10 +170,12 @@ class Components:
         for finding in run.found.values():
             where = order_key(finding)
             self._outputs.set(where, finding)
+            changes.append((where, finding))
             self._placed.setdefault(run.keys[finding.id], []).append(where)
             if finding.root_cause is not None:
                 explained = self._explained.setdefault(finding.root_cause, {})
                 explained[finding.id] = (run.keys[finding.id], finding)
+        self.changes = changes
 
     def _drop(self, component: int) -> None:
         for member in self._members.pop(component):

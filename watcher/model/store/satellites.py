@@ -146,10 +146,19 @@ class Satellites:
         return self._placed.values()
 
     def _place_core(self, core: Correlation) -> None:
-        """Replace the last correlation's findings with `core`'s: those that changed, or all of
-        them in one sort when many did (a pass over every subject). A promoted satellite's
+        """Replace the last correlation's findings with `core`'s: what a scoped pass says it
+        changed, else those found changed, or all of them in one sort when many did (a pass over
+        every subject). A promoted satellite's
         finding has its output's order key: one placed since (it is no longer promoted) stays."""
         was, table = self._core, self._placed
+        if core.changes is not None:  # a scoped pass: what it replaced since the one before, in order
+            for where, finding in core.changes:
+                table.set((where, CORE), finding)
+                if finding is None:
+                    was.pop(where, None)
+                else:
+                    was[where] = finding
+            return
         now = dict(zip(core.order, core.findings, strict=True))
         changed = [(where, f) for where, f in now.items() if was.get(where) is not f]
         gone = was.keys() - now.keys()

@@ -89,6 +89,9 @@ class Correlation:
     """Since when the unpromoted satellites are stale, by the id they point at (stale_since)."""
     order: Sequence[OrderKey] = ()
     """The order key of each of `findings` (order_key), in the same order."""
+    changes: Sequence[tuple[OrderKey, Finding | None]] | None = None
+    """What changed since the correlation before, in order (None at an order key: gone), when
+    the pass knows it (one over a scope); None: compare with it."""
 
 
 def stale_since(found: Mapping[str, Finding], link: str) -> datetime | None:
