@@ -26,8 +26,9 @@ from collections import defaultdict
 from collections.abc import Collection, Iterable
 
 from watcher.model.ingest.objects import Key
+from watcher.model.store.graph import Read
 from watcher.model.store.table import SortedTable
-from watcher.model.store.working import OrderKey, Pass, Read, key_of_subject, order_key
+from watcher.model.store.working import OrderKey, Pass, key_of_subject, order_key
 from watcher.model.types import Finding
 
 _NONE: frozenset[Read] = frozenset()

@@ -45,6 +45,8 @@ from watcher.model.rules.workloads import owner_workload
 
 Links = dict[str, set[Key]]
 Edge = tuple[str, Key]
+Read = Key | Edge
+"""What a correlation step read: an object (present or not) or a reverse edge."""
 
 _FOLLOWED = INVENTORY_KINDS | {CRD_KIND}
 """The inventory entries with an edge: "inventory" (children) and "crds" (the CRDs it installs)."""
@@ -284,20 +286,28 @@ class Listing(View, Protocol):
 class Recorder:
     """A View that remembers what it was asked, so a later change can tell whether it matters.
 
-    Misses are recorded too: an object appearing where one was looked for is a change.
+    Misses are recorded too: an object appearing where one was looked for is a change. Every
+    read goes through `note`, which files it here by kind (keys, edges); a correlation pass
+    files it by the subject it was read for instead (store/working.Reads).
     """
 
     def __init__(self, store: Listing) -> None:
         self._store = store
         self.keys: set[Key] = set()
-        self.edges: set[tuple[str, Key]] = set()
+        self.edges: set[Edge] = set()
+
+    def note(self, read: Read) -> None:
+        if isinstance(read, Key):
+            self.keys.add(read)
+        else:
+            self.edges.add(read)
 
     def get(self, key: Key) -> Mapping[str, Any] | None:
-        self.keys.add(key)
+        self.note(key)
         return self._store.get(key)
 
     def referrers(self, edge: str, target: Key) -> Set[Key]:
-        self.edges.add((edge, target))
+        self.note((edge, target))
         return self._store.referrers(edge, target)
 
     def holds(self, group: str, kind: str) -> bool:

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from bisect import insort
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence, Set
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from watcher.model.ingest.objects import Key, group_of
-from watcher.model.store.graph import Edge, Listing
+from watcher.model.store.graph import Listing, Read, Recorder
 from watcher.model.store.owners import OwnerCache
 from watcher.model.types import Finding, FindingType, ModelConfig, Severity, Subject
 
@@ -103,23 +103,17 @@ def stale_since(found: Mapping[str, Finding], link: str) -> datetime | None:
     return root.since if root is not None and root.type is FindingType.CONTROLLER_DOWN else None
 
 
-Read = Key | Edge
-"""What a step read: an object (present or not) or a reverse edge."""
-
-
-class Reads:
-    """The pass's view of the objects: it records what each step read, by the subject it was
-    reading for (`reader`; None outside any finding's step), so the next pass can tell which
+class Reads(Recorder):
+    """The pass's view of the objects: it files what each step read by the subject it was
+    reading for (`reading`; None outside any finding's step), so the next pass can tell which
     subjects a change reaches (store/components.py)."""
 
     def __init__(self, store: Listing) -> None:
-        self._store = store
+        super().__init__(store)
         self.by_reader: dict[Key | None, set[Read]] = {}
         self._into = self.by_reader[None] = set()
-        self.reader: Key | None = None
 
     def reading(self, reader: Key | None) -> None:
-        self.reader = reader
         into = self.by_reader.get(reader)
         if into is None:
             into = self.by_reader[reader] = set()
@@ -127,18 +121,6 @@ class Reads:
 
     def note(self, read: Read) -> None:
         self._into.add(read)
-
-    def get(self, key: Key) -> Mapping[str, Any] | None:
-        self._into.add(key)
-        return self._store.get(key)
-
-    def referrers(self, edge: str, target: Key) -> Set[Key]:
-        self._into.add((edge, target))
-        return self._store.referrers(edge, target)
-
-    def holds(self, group: str, kind: str) -> bool:
-        """Not recorded (as graph.Recorder.holds)."""
-        return self._store.holds(group, kind)
 
 
 class Escaped(Exception):
