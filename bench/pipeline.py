@@ -38,7 +38,8 @@ import orjson
 from kubernetes_asyncio.client import ApiClient
 
 from watcher.kube.client import get
-from watcher.kube.live import LiveModel, Pacing, SyncCollections
+from watcher.kube.live import LiveModel, SyncCollections
+from watcher.kube.pacing import Pacing
 from watcher.kube.resources import BUILT_IN, ON_DEMAND_BY_KEY, Resource
 from watcher.model.engine import HealthModel
 from watcher.model.ingest.fastpath import fast_path
@@ -174,8 +175,8 @@ def replay_clock(lines: list[bytes]) -> datetime | None:
 _LIVE = inspect.signature(LiveModel.__init__).parameters
 DEBOUNCE, LONGEST = _LIVE["debounce"].default, _LIVE["longest"].default
 """The live watcher's pacing, LiveModel's defaults: a pass at least `debounce` after a change;
-under a stream of changes the next pass waits Pacing.SHARE times the last one's CPU cost, but
-never more than `longest` (watcher.kube.live.Pacing)."""
+under a stream of changes the next pass waits Pacing.SHARE times the part of the last one's CPU
+cost its changes do not explain, but never more than `longest` (watcher.kube.pacing)."""
 CLOCK_EVERY = 16
 """Events between looks at the CPU clock (a system call of about 1 us, which the watcher, timed
 by its event loop, does not make per event); 16 events are well under a millisecond of work."""
@@ -197,6 +198,7 @@ def stalewatch_pass(lines: list[Line], *, evaluate: str, now: datetime) -> float
     pacing = Pacing(debounce=DEBOUNCE, longest=LONGEST)
     started = clock()
     due = started + pacing.delay(started)
+    last = 0
     for index, line in enumerate(lines):
         kind, obj = decode(line)
         if index > synced and not collections.frozen:
@@ -212,7 +214,8 @@ def stalewatch_pass(lines: list[Line], *, evaluate: str, now: datetime) -> float
             begun = clock()
             model.evaluate(now)
             ended = clock()
-            pacing.passed(started=begun, ended=ended, cost=ended - begun)
+            pacing.passed(started=begun, ended=ended, cost=ended - begun, changes=index + 1 - last)
+            last = index + 1
             due = ended + pacing.delay(ended)
     model.evaluate(now)
     elapsed = clock() - started

@@ -18,7 +18,7 @@ import pytest
 from tests.kube.objects import cond, deployment, flux, lease, pod, waiting
 from tests.kube.support import poll
 from watcher.kube.ledger import Ledger
-from watcher.kube.live import LiveModel, Pacing
+from watcher.kube.live import LiveModel
 from watcher.kube.resources import Resource
 from watcher.model.evaluation import Evaluation
 from watcher.model.ingest.projection import project
@@ -84,54 +84,6 @@ async def test_a_burst_of_events_is_coalesced_into_one_evaluation_shortly_after(
     await asyncio.sleep(0.3)
     assert telemetry.evaluation.count == 1
     assert len(types(live.latest)) == 500
-
-
-@pytest.mark.parametrize(
-    ("debounce", "last_pass", "woken_at", "wait"),
-    [
-        pytest.param(0.0, None, 100.0, 0.0, id="the-first-change-is-evaluated-at-once"),
-        pytest.param(0.0, (9.98, 10.0, 0.02), 100.0, 0.0, id="a-change-after-a-quiet-spell-at-once"),
-        pytest.param(0.05, None, 100.0, 0.05, id="a-debounce-is-the-least-wait-after-a-change"),
-        pytest.param(
-            0.0,
-            (99.99, 100.0, 0.002),
-            100.0,
-            0.002 * Pacing.SHARE,
-            id="back-to-back-passes-are-spread-by-cost",
-        ),
-        pytest.param(
-            0.0,
-            (100.0, 100.0, 0.0001),
-            100.0,
-            0.0001 * Pacing.SHARE,
-            id="a-cheap-pass-is-followed-almost-at-once",
-        ),
-        pytest.param(
-            0.05, (100.0, 100.0, 0.0001), 100.0, 0.05, id="a-cheap-pass-never-waits-less-than-the-debounce"
-        ),
-        pytest.param(
-            0.0,
-            (99.9, 100.0, 0.1),
-            100.0,
-            0.4,
-            id="the-next-pass-starts-at-most-longest-after-the-last-began",
-        ),
-        pytest.param(
-            0.0, (99.7, 100.0, 0.3), 100.0, 0.3, id="a-pass-longer-than-half-longest-waits-its-own-time"
-        ),
-        pytest.param(
-            0.0, (98.0, 100.0, 2.0), 100.0, 0.5, id="a-costly-pass-never-delays-a-change-past-longest"
-        ),
-    ],
-)
-def test_passes_wait_in_proportion_to_their_cost_within_bounds(
-    debounce: float, last_pass: tuple[float, float, float] | None, woken_at: float, wait: float
-) -> None:
-    pacing = Pacing(debounce=debounce, longest=0.5)
-    if last_pass is not None:
-        started, ended, cost = last_pass
-        pacing.passed(started=started, ended=ended, cost=cost)
-    assert pacing.delay(woken_at) == pytest.approx(wait)
 
 
 async def test_a_threshold_crossed_with_no_event_is_found_on_the_timer(

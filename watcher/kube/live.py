@@ -3,8 +3,8 @@
 Every event is applied to the incremental HealthModel at once (O(1): it only marks what the
 change can affect); a pass evaluates what arrived since the last one as soon as it can, and a
 timer re-evaluates every `tick` so time-based findings (thresholds) appear without an event.
-Passes are paced by their own cost (see `Pacing`): cheap ones run as changes come, a costly one
-is followed by a wait in proportion.
+Passes are paced by their own cost beyond what their changes cost (kube/pacing.py): passes that
+only judge what changed run as changes come, a costly one is followed by a wait in proportion.
 
 Honesty rules:
   * while the API server is unreachable the evaluation is FROZEN: the last one is served,
@@ -33,6 +33,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from watcher.generations import Generations
+from watcher.kube.pacing import Pacing
 from watcher.kube.resources import Resource
 from watcher.logs import fields, get_logger
 from watcher.model.engine import HealthModel
@@ -95,43 +96,6 @@ class SyncCollections:
         self.frozen = True
 
 
-class Pacing:
-    """How long to wait before the next pass, from what the last one cost.
-
-    A change that arrives after a quiet spell is evaluated at once (`debounce`, the least wait
-    after a change, is 0 by default); under churn the next pass waits SHARE times the last one's
-    CPU cost, so passes take at most 1/(SHARE+1) of a core back to back: a pass that costs what its
-    changes cost (a churn event judged again, correlation keeping its answers) is followed almost
-    at once, its batch being what arrived while it ran and what the reflectors' read hold
-    gathered; a pass that runs correlation over many findings is followed by a wait in proportion.
-    Yet the next pass starts at most `longest` after the last one began: a change that came just
-    after a pass began waits for the next one, so its latency is counted from then (a pass that
-    took more than half of `longest` waits its own duration, so costly passes never run back to
-    back; no change waits more than `longest` after waking). The cost is the pass's CPU time
-    (thread time), not wall time, so a busy shared machine does not slow the passes down further.
-    """
-
-    SHARE = 99
-    """Wait 99 times a pass's cost after it: evaluation uses at most 1% of a core under churn, and a
-    change still waits at most `longest` (BENCHMARKS.md, "Pacing at 1% of a core"). Passes cost
-    what changed since correlation keeps its answers: a cheap pass is followed within
-    milliseconds ("Correlation in proportion to what changed")."""
-
-    def __init__(self, *, debounce: float, longest: float) -> None:
-        self.debounce, self.longest = debounce, longest
-        self._next = 0.0
-        """The monotonic moment from which a pass costs no more than its share."""
-
-    def delay(self, now: float) -> float:
-        """Seconds to wait at `now`, when a change has just woken the loop."""
-        return max(self.debounce, min(self._next - now, self.longest))
-
-    def passed(self, *, started: float, ended: float, cost: float) -> None:
-        """A pass ran from `started` to `ended` (monotonic) and took `cost` CPU seconds."""
-        took = ended - started
-        self._next = ended + min(cost * self.SHARE, max(self.longest - took, took))
-
-
 class LiveModel:
     """A Sink for the reflectors that keeps `latest` current."""
 
@@ -158,6 +122,8 @@ class LiveModel:
         self._tick, self._clock = tick, clock
         self._pacing = Pacing(debounce=debounce, longest=max(debounce, longest))
         self._dirty = asyncio.Event()
+        self._changes = 0
+        """Changes (events, heartbeat reads) since the last pass began: what Pacing weighs its cost by."""
         self.collections = SyncCollections()
         self._rejected: list[Rejection] = []
         self._logged: set[tuple[str, ...]] = set()
@@ -234,6 +200,7 @@ class LiveModel:
             )
             return
         finally:
+            self._changes += 1
             self._dirty.set()
         if failed is not None:
             log.error("the timeline failed on a change; skipped it", exc_info=failed)
@@ -253,6 +220,7 @@ class LiveModel:
                 "the model failed on a heartbeat read; skipped it", extra=fields(controller=controller)
             )
         finally:
+            self._changes += 1
             self._dirty.set()
 
     # -- Evaluation ------------------------------------------------------------------------
@@ -389,12 +357,13 @@ class LiveModel:
                 except TimeoutError:
                     pass
                 self._dirty.clear()
+                changes, self._changes = self._changes, 0
                 began, started = time.monotonic(), time.thread_time()
                 try:
                     self.evaluate()
                 except Exception:  # evaluate() keeps its own failures; this is a bug around it
                     log.exception("evaluation failed; serving the previous evaluation")
                 cost = time.thread_time() - started
-                self._pacing.passed(started=began, ended=time.monotonic(), cost=cost)
+                self._pacing.passed(started=began, ended=time.monotonic(), cost=cost, changes=changes)
         finally:
             self.collections.restore()  # stopped before the sync finished
