@@ -68,27 +68,57 @@ def churned(pacing: Pacing, batches: list[int], *, at: float = 100.0) -> float:
     return at
 
 
+VARIED = [5, 40, 12, 25, 3, 30] * 4 + [8]
+"""Batches of churn, an odd number of them: the pass after them waits its full share."""
+
+
 def test_under_churn_only_the_cost_changes_do_not_explain_is_waited_for() -> None:
     pacing = Pacing(debounce=0.0, longest=0.5)
-    at = churned(pacing, [5, 40, 12, 25, 3, 30] * 4)
+    at = churned(pacing, VARIED)
     assert pacing.delay(at) == pytest.approx(FIXED * Pacing.SHARE, abs=1e-6)
+
+
+def test_every_other_wait_is_half_so_that_the_batches_vary() -> None:
+    pacing = Pacing(debounce=0.0, longest=0.5)
+    at = churned(pacing, [*VARIED, 8])
+    assert pacing.delay(at) == pytest.approx(FIXED * Pacing.SHARE / 2, abs=1e-6)
 
 
 def test_until_batches_vary_a_pass_waits_for_its_whole_cost() -> None:
     pacing = Pacing(debounce=0.0, longest=0.5)
-    at = churned(pacing, [20] * 10)
+    at = churned(pacing, [20] * 9)
     assert pacing.delay(at) == pytest.approx((FIXED + PER_CHANGE * 20) * Pacing.SHARE)
 
 
-def test_a_pass_over_everything_among_cheap_ones_is_followed_by_a_wait_in_proportion() -> None:
+def test_a_pass_over_everything_among_cheap_ones_waits_for_what_it_cost_beyond_its_changes() -> None:
     pacing = Pacing(debounce=0.0, longest=0.5)
-    at = churned(pacing, [5, 40, 12, 25, 3, 30] * 4)
-    pacing.passed(started=at, ended=at + 0.004, cost=0.004, changes=12)
-    assert pacing.delay(at + 0.004) > 0.004 * Pacing.SHARE / 2
+    at = churned(pacing, VARIED)
+    pacing.passed(started=at, ended=at + 0.01, cost=0.01, changes=12)
+    beyond = 0.01 - PER_CHANGE * 12
+    assert pacing.delay(at + 0.01) == pytest.approx(beyond * Pacing.SHARE / 2, rel=1e-3)
+
+
+def test_a_pass_over_everything_does_not_move_what_a_change_is_learnt_to_cost() -> None:
+    pacing = Pacing(debounce=0.0, longest=0.5)
+    at = churned(pacing, VARIED)
+    pacing.passed(started=at, ended=at + 0.01, cost=0.01, changes=12)
+    at = churned(pacing, [8], at=at + 0.01)
+    assert pacing.delay(at) == pytest.approx(FIXED * Pacing.SHARE, abs=1e-6)
+
+
+def test_when_costs_move_for_good_the_fit_starts_again() -> None:
+    pacing = Pacing(debounce=0.0, longest=0.5)
+    at = churned(pacing, VARIED)
+    for changes in [*VARIED] * 2:  # an incident: every pass costs four times as much
+        cost = 4 * (FIXED + PER_CHANGE * changes)
+        pacing.passed(started=at, ended=at + cost, cost=cost, changes=changes)
+        at += cost + 0.001
+    at -= 0.001
+    assert pacing.delay(at) == pytest.approx(4 * FIXED * Pacing.SHARE, rel=1e-3)
 
 
 def test_a_costly_pass_still_lets_no_change_wait_past_longest() -> None:
     pacing = Pacing(debounce=0.0, longest=0.5)
-    at = churned(pacing, [5, 40, 12, 25, 3, 30] * 4)
+    at = churned(pacing, VARIED)
     pacing.passed(started=at, ended=at + 0.3, cost=0.3, changes=12)
     assert pacing.delay(at + 0.3) == pytest.approx(0.3)

@@ -8,10 +8,16 @@ that part alone: a pass whose cost is all its changes' is followed almost at onc
 "evaluate as soon as a change arrives"), and the bookkeeping of passes stays near 1% of a core.
 
 What a change costs is not known in advance (it depends on the kind, the size of the cluster,
-the machine): `Pacing` learns it from the passes themselves, as the slope of a line fitted to
-each pass's cost against its number of changes, recent passes weighing most. Under churn the
-batches vary (arrivals are not regular, and each wait sets the next batch), which is what makes
-the slope readable; until it is, a pass's whole cost counts, which waits longer, never less.
+the machine, how many findings its component holds): `Pacing` learns the part of a pass no
+change explains from the passes themselves, as the intercept of a line fitted to each pass's
+cost against its number of changes, recent passes weighing most. The fit weighs each pass by
+1/changes² (a pass's noise grows with its cost), so the pass over a whole relist does not tilt
+it, and leaves out passes with no change (a tick: they skip the work a change starts). The
+batches must vary for the line to be read: under steady churn they would not (each wait sets
+the next batch), so every other wait is half as long; until the line is read, a pass's whole
+cost counts, which waits longer, never less. A pass that costs far more than the line says (it
+ran over everything: a controller's verdict changed) is kept out of the fit, and what it cost
+beyond the line is waited for in proportion.
 """
 
 from __future__ import annotations
@@ -20,33 +26,37 @@ from dataclasses import dataclass
 
 
 @dataclass(slots=True)
-class _Line:
-    """A least-squares line of cost against changes over past passes, each weighing MEMORY times
-    the one after it (an exponentially weighted fit: a few dozen passes count)."""
+class _Fit:
+    """Cost = fixed + changes x per_change, fitted by least squares weighted 1/changes² (an
+    ordinary fit of cost/changes against 1/changes, whose slope is `fixed`), each pass weighing
+    MEMORY times the one after it (a few dozen passes count)."""
 
     weight: float = 0.0
-    changes: float = 0.0
-    cost: float = 0.0
-    changes_squared: float = 0.0
-    changes_cost: float = 0.0
+    x: float = 0.0
+    y: float = 0.0
+    xx: float = 0.0
+    xy: float = 0.0
 
     MEMORY = 0.95
 
     def add(self, changes: int, cost: float) -> None:
-        keep = self.MEMORY
+        if changes < 1:
+            return
+        x, y, keep = 1.0 / changes, cost / changes, self.MEMORY
         self.weight = self.weight * keep + 1.0
-        self.changes = self.changes * keep + changes
-        self.cost = self.cost * keep + cost
-        self.changes_squared = self.changes_squared * keep + changes * changes
-        self.changes_cost = self.changes_cost * keep + changes * cost
+        self.x = self.x * keep + x
+        self.y = self.y * keep + y
+        self.xx = self.xx * keep + x * x
+        self.xy = self.xy * keep + x * y
 
-    def slope(self) -> float:
-        """Cost per change; 0 while the batches have not varied enough to tell (or it is
-        negative: noise), so that the whole of a pass's cost counts."""
-        spread = self.weight * self.changes_squared - self.changes * self.changes
-        if spread <= 1e-9 * self.weight * self.weight:
-            return 0.0
-        return max(0.0, (self.weight * self.changes_cost - self.changes * self.cost) / spread)
+    def line(self) -> tuple[float, float] | None:
+        """(fixed, per_change): what a pass costs that no change explains, and what each change
+        adds; None while the batches have not varied enough to tell."""
+        spread = self.weight * self.xx - self.x * self.x
+        if self.weight < 2.0 or spread <= 1e-12 * self.weight * self.weight:
+            return None
+        fixed = (self.weight * self.xy - self.x * self.y) / spread
+        return fixed, (self.y - fixed * self.x) / self.weight
 
 
 class Pacing:
@@ -54,12 +64,12 @@ class Pacing:
 
     A change that arrives after a quiet spell is evaluated at once (`debounce`, the least wait
     after a change, is 0 by default). Under churn the next pass waits SHARE times the part of
-    the last pass's cost its changes do not explain (its cost minus its changes times the learnt cost of
-    one), so that part takes at most 1/(SHARE+1) of a core however fast changes come; a pass that
-    ran over everything (a controller's verdict changed) is almost all that part, and is followed
-    by a wait in proportion. Yet the next pass starts at most `longest` after the last one began
-    (a pass that took more than half of `longest` waits its own duration, so costly passes never
-    run back to back; no change waits more than `longest` after waking). Costs are CPU time
+    the last pass's cost its changes do not explain (its cost minus its changes times the fitted
+    cost of one), so that part takes at most about 1/(SHARE+1) of a core however fast changes
+    come; every other wait is half of that, so the batches vary enough for the fit to be read.
+    Yet the next pass starts at most `longest` after the last one began (a pass that took more
+    than half of `longest` waits its own duration, so costly passes never run back to back; no
+    change waits more than `longest` after waking). Costs are CPU time
     (thread time), not wall time, so a busy shared machine does not slow the passes down further.
     """
 
@@ -67,11 +77,19 @@ class Pacing:
     """Wait 99 times a pass's cost beyond its changes': that part stays under 1% of a core
     (BENCHMARKS.md, "Pacing at 1% of a core"; "Pacing on what batching saves")."""
 
+    OUTLIER = 3.0
+    """A pass costing more than this many times the line's prediction ran over more than its
+    changes: it is left out of the fit. OUTLIERS of them in a row mean the costs moved (an
+    incident began, the cluster grew): the fit starts again from them."""
+    OUTLIERS = 3
+
     def __init__(self, *, debounce: float, longest: float) -> None:
         self.debounce, self.longest = debounce, longest
         self._next = 0.0
         """The monotonic moment from which a pass costs no more than its share."""
-        self._line = _Line()
+        self._fit = _Fit()
+        self._halve = False
+        self._outliers = 0
 
     def delay(self, now: float) -> float:
         """Seconds to wait at `now`, when a change has just woken the loop."""
@@ -81,7 +99,21 @@ class Pacing:
         """A pass ran from `started` to `ended` (monotonic), took `cost` CPU seconds, and
         evaluated `changes` changes (events and reads that arrived since the pass before)."""
         took = ended - started
-        line = self._line
-        line.add(changes, cost)
-        beyond = max(0.0, cost - changes * line.slope())
-        self._next = ended + min(beyond * self.SHARE, max(self.longest - took, took))
+        line = self._fit.line()
+        if line is None:
+            self._fit.add(changes, cost)
+            beyond = cost
+        else:
+            fixed, per_change = line
+            if cost <= self.OUTLIER * (max(fixed, 0.0) + per_change * changes):
+                self._fit.add(changes, cost)
+                self._outliers = 0
+            elif changes:
+                self._outliers += 1
+                if self._outliers == self.OUTLIERS:
+                    self._fit, self._outliers = _Fit(), 0
+            beyond = min(cost, max(0.0, cost - per_change * changes))
+        share = self.SHARE / 2 if self._halve else self.SHARE
+        if changes:
+            self._halve = not self._halve
+        self._next = ended + min(beyond * share, max(self.longest - took, took))
