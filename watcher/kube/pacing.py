@@ -63,14 +63,15 @@ class Pacing:
     """When the next pass may start, from the last pass's cost beyond what its changes cost.
 
     A change that arrives after a quiet spell is evaluated at once (`debounce`, the least wait
-    after a change, is 0 by default). Under churn the next pass waits SHARE times the part of
-    the last pass's cost its changes do not explain (its cost minus its changes times the fitted
-    cost of one), so that part takes at most about 1/(SHARE+1) of a core however fast changes
-    come; every other wait is half of that, so the batches vary enough for the fit to be read.
-    Yet the next pass starts at most `longest` after the last one began (a pass that took more
-    than half of `longest` waits its own duration, so costly passes never run back to back; no
-    change waits more than `longest` after waking). Costs are CPU time
-    (thread time), not wall time, so a busy shared machine does not slow the passes down further.
+    after a change, is 0 by default). Under churn the next pass waits SHARE times what a pass
+    costs that its changes do not explain (the fit's intercept; for a pass far above the line,
+    its cost minus its changes times the fitted cost of one), so that part takes at most about
+    1/(SHARE+1) of a core however fast changes come; every other wait is half of that, so the
+    batches vary enough for the fit to be read. Yet the next pass starts at most `longest` after
+    the last one began (a pass that took more than half of `longest` waits its own duration, so
+    costly passes never run back to back; no change waits more than `longest` after waking).
+    Costs are CPU time (thread time), not wall time, so a busy shared machine does not slow the
+    passes down further.
     """
 
     SHARE = 99
@@ -108,11 +109,13 @@ class Pacing:
             if cost <= self.OUTLIER * (max(fixed, 0.0) + per_change * changes):
                 self._fit.add(changes, cost)
                 self._outliers = 0
-            elif changes:
-                self._outliers += 1
+                beyond = min(cost, max(0.0, fixed))
+            else:
+                beyond = min(cost, cost - per_change * changes)
+                if changes:
+                    self._outliers += 1
                 if self._outliers == self.OUTLIERS:
                     self._fit, self._outliers = _Fit(), 0
-            beyond = min(cost, max(0.0, cost - per_change * changes))
         share = self.SHARE / 2 if self._halve else self.SHARE
         if changes:
             self._halve = not self._halve
