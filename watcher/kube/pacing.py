@@ -29,8 +29,8 @@ from dataclasses import dataclass
 class _Fit:
     """Cost = fixed + changes x per_change, fitted by least squares weighted 1/changes² (an
     ordinary fit of cost/changes against 1/changes, whose slope is `fixed`), each pass weighing
-    MEMORY times the one after it (about a hundred passes count: a few seconds under churn;
-    at 0.95 the noise of single passes moved the intercept between 0 and 3.5 ms at 50k)."""
+    MEMORY times the one after it (about a hundred passes count: a few seconds under churn; with
+    twenty, single passes' noise moved the intercept at 50k between -8 and 3.5 ms, BENCHMARKS.md)."""
 
     weight: float = 0.0
     x: float = 0.0
